@@ -1,0 +1,44 @@
+# wanka — `make run` and `make test` are all a fresh machine needs; both build .venv first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PYTEST_WORKERS ?= 2
+
+.DEFAULT_GOAL := help
+.PHONY: help install run test bench lint fmt check clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "wanka needs Python >= 3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install wanka (editable) with its test tools
+
+run: $(STAMP) ## build the demo warehouse (a simulated 10,000-GPU cluster) and serve it
+	$(BIN)/wanka demo
+
+test: $(STAMP) ## run the test suite (what CI runs)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q
+
+bench: $(STAMP) ## run the benchmarks; each prints a table of side-by-side ratios
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+lint: $(STAMP) ## ruff lint
+	$(BIN)/ruff check warehouse udfs service tests bench
+
+fmt: $(STAMP) ## ruff format + fix imports
+	$(BIN)/ruff format warehouse udfs service tests bench
+	$(BIN)/ruff check --fix --select I warehouse udfs service tests bench
+
+check: lint ## lint, format check and mypy
+	$(BIN)/ruff format --check warehouse udfs service tests bench
+	$(BIN)/mypy
+
+clean: ## remove the virtual environment and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,271 @@
+"""`wanka`: the command line. Thin: parse arguments, call the warehouse, render the result."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+import click
+import duckdb
+
+from service import render, terminal
+from warehouse.engine import Engine
+from warehouse.errors import UserError, WankaError
+from warehouse.query import execute, one_line, sql_error
+
+if TYPE_CHECKING:
+    from warehouse.simulate import SimConfig
+
+
+@click.group(
+    name="wanka",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option(
+    "--db",
+    metavar="PATH",
+    help="Database file [default: $WANKA_DB, else ./wanka.duckdb].",
+)
+@click.pass_context
+def app(ctx: click.Context, db: str | None) -> None:
+    """A SQL warehouse for GPU clusters of thousands to tens of thousands of cards."""
+    ctx.obj = Globals(db=db)
+
+
+@dataclass
+class Globals:
+    db: str | None
+
+
+def _open(ctx: click.Context, *, read_only: bool = False) -> Engine:
+    return Engine(ctx.obj.db, read_only=read_only)
+
+
+@app.command()
+@click.argument("query")
+@click.option(
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(render.FORMATS),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write to FILE instead of stdout.",
+)
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="Rows shown by --format table.",
+)
+@click.pass_context
+def sql(ctx: click.Context, query: str, fmt: str, output: Path | None, max_rows: int) -> None:
+    """Run SQL against the warehouse and print the result. QUERY '-' reads it from stdin."""
+    text = sys.stdin.read() if query == "-" else query
+    if fmt in render.BINARY_FORMATS and output is None and sys.stdout.isatty():
+        raise UserError(f"--format {fmt} is binary: pass --output FILE or pipe it")
+    with _open(ctx) as engine:
+        cur = engine.cursor()
+        reader = execute(cur, text)
+        try:
+            if fmt == "table" and output is None:
+                terminal.print_table(reader, max_rows=max_rows)
+                return
+            writer = render.WRITERS["csv" if fmt == "table" else fmt]
+            if output is None:
+                writer(reader, sys.stdout.buffer)
+                sys.stdout.buffer.flush()
+            else:
+                with _create(output) as handle:
+                    writer(reader, handle)
+        except duckdb.Error as error:  # raised while streaming rows
+            raise sql_error(error) from None
+        finally:
+            reader.close()
+            cur.close()
+
+
+def _create(path: Path) -> IO[bytes]:
+    try:
+        return path.open("wb")
+    except OSError as error:
+        raise UserError(f"cannot write {path}: {error.strerror}") from None
+
+
+def _parse_start(value: str | None) -> datetime:
+    if value is None:
+        now = datetime.now(UTC)
+        return now.replace(minute=0, second=0, microsecond=0)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise UserError(
+            f"--start {value!r} is not an ISO 8601 time like 2026-11-01T00:00:00Z"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _simulation_options(command):  # type: ignore[no-untyped-def]
+    """Options shared by `simulate` and `demo`: the shape of the simulated cluster."""
+    options = [
+        click.option(
+            "--gpus",
+            type=click.IntRange(min=8),
+            default=10_000,
+            show_default=True,
+            help="GPUs in the cluster (8 per host).",
+        ),
+        click.option(
+            "--hours",
+            type=click.FloatRange(min=0, min_open=True),
+            default=1.0,
+            show_default=True,
+            help="Hours of telemetry.",
+        ),
+        click.option(
+            "--interval-s",
+            type=click.FloatRange(min=0, min_open=True),
+            default=60.0,
+            show_default=True,
+            help="Seconds between samples.",
+        ),
+        click.option(
+            "--seed",
+            type=int,
+            default=0,
+            show_default=True,
+            help="Random seed: same seed, same cluster.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _sim_config(
+    gpus: int, hours: float, interval_s: float, start: datetime, seed: int, warmup_hours: float
+) -> SimConfig:
+    from warehouse.simulate import SimConfig
+
+    try:
+        return SimConfig(
+            gpus=gpus,
+            hours=hours,
+            interval_s=interval_s,
+            start=start,
+            seed=seed,
+            warmup_hours=warmup_hours,
+        )
+    except ValueError as error:
+        raise UserError(str(error)) from None
+
+
+@app.command()
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder to write the files to.",
+)
+@_simulation_options
+@click.option("--start", metavar="ISO", help="When telemetry starts [default: this hour, UTC].")
+@click.option(
+    "--warmup-hours",
+    type=click.FloatRange(min=0),
+    default=48.0,
+    show_default=True,
+    help="Hours of job history before the telemetry starts.",
+)
+def simulate(
+    out: Path,
+    gpus: int,
+    hours: float,
+    interval_s: float,
+    seed: int,
+    start: str | None,
+    warmup_hours: float,
+) -> None:
+    """Write a synthetic cluster in the real formats (DCGM text, sacct, inventory CSV, Parquet)."""
+    from warehouse.simulate import simulate_cluster, write_formats
+
+    config = _sim_config(gpus, hours, interval_s, _parse_start(start), seed, warmup_hours)
+    cluster = simulate_cluster(config)
+    with terminal.progress("writing telemetry", cluster.sample_count) as advance:
+        files = write_formats(cluster, out, progress=advance)
+    count = sum(len(paths) for paths in files.values())
+    print(
+        f"wrote {count} files to {out}: {cluster.nodes.num_rows:,} hosts, "
+        f"{cluster.jobs.num_rows:,} jobs, {cluster.sample_count:,} telemetry samples"
+    )
+
+
+@app.command()
+@click.option("--no-serve", is_flag=True, help="Stop after building.")
+@click.option("--rebuild", is_flag=True, help="Build again even if this demo is already built.")
+@_simulation_options
+@click.pass_context
+def demo(
+    ctx: click.Context,
+    no_serve: bool,
+    rebuild: bool,
+    gpus: int,
+    hours: float,
+    interval_s: float,
+    seed: int,
+) -> None:
+    """Build a demo warehouse of a simulated 10,000-GPU cluster, then serve it."""
+    from warehouse.demo import DEMO_START, EXAMPLE_QUERIES, build_demo
+
+    # A fixed start, so that running the same demo again finds it already built.
+    config = _sim_config(gpus, hours, interval_s, DEMO_START, seed, 48.0)
+    with _open(ctx) as engine:
+        with terminal.progress("loading telemetry", None) as advance:
+            summary = build_demo(engine, config, rebuild=rebuild, progress=advance)
+        path = engine.path
+    if summary.rebuilt:
+        print(f"built the demo warehouse in {summary.seconds:.1f} s: {path}")
+    else:
+        print(f"the demo warehouse is already built: {path} (--rebuild builds it again)")
+    for table, rows in summary.rows.items():
+        print(f"  {table:<12} {rows:>12,} rows")
+    print("\nTry:")
+    for title, query in EXAMPLE_QUERIES.items():
+        flat = " ".join(query.split())
+        print(f'  # {title}\n  wanka --db {path} sql "{flat}"\n')
+    if not no_serve:
+        print("(serving over HTTP and PostgreSQL arrives with `wanka serve`; stopping after build)")
+
+
+def main() -> None:
+    """Console entry point: exit 0 on success, 2 on bad usage or input, 1 otherwise."""
+    try:
+        code = app(standalone_mode=False)
+    except click.UsageError as error:
+        _fail(one_line(error.format_message()), 2, hint=error.ctx)
+    except click.ClickException as error:
+        _fail(one_line(error.format_message()), error.exit_code)
+    except click.Abort:
+        _fail("aborted", 130)
+    except (BrokenPipeError, KeyboardInterrupt):
+        sys.exit(130)
+    except WankaError as error:
+        _fail(str(error), error.exit_code)
+    except duckdb.Error as error:
+        _fail(str(sql_error(error)), sql_error(error).exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int, hint: click.Context | None = None) -> None:
+    usage = f" (see '{hint.command_path} --help')" if hint is not None else ""
+    print(f"wanka: error: {message}{usage}", file=sys.stderr)
+    sys.exit(code)

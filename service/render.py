@@ -1,0 +1,139 @@
+"""Renderers: an Arrow stream in, bytes of one output format out, batch by batch.
+
+Every face (CLI now, HTTP later) picks a renderer by name; none builds the whole result in
+memory except `table`, which is for people and shows a bounded number of rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import math
+import uuid
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+
+FORMATS = ("table", "csv", "json", "ndjson", "arrow", "parquet")
+BINARY_FORMATS = frozenset({"arrow", "parquet"})
+
+
+def json_value(value: Any) -> Any:
+    """A Python value from Arrow as something json.dumps accepts (NaN/inf become null)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return float(value) if value.is_finite() else None
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        # Arrow MAP columns come out as lists of (key, value) pairs.
+        if value and all(isinstance(p, tuple) and len(p) == 2 for p in value):
+            return {str(k): json_value(v) for k, v in value}
+        return [json_value(v) for v in value]
+    return str(value)
+
+
+def _rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
+    names = batch.schema.names
+    columns = [col.to_pylist() for col in batch.columns]
+    for values in zip(*columns, strict=True):
+        yield {name: json_value(v) for name, v in zip(names, values, strict=True)}
+
+
+def _flat_for_csv(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """CSV has no nested values: lists, structs and maps become JSON text."""
+    arrays = []
+    for col in batch.columns:
+        if pa.types.is_nested(col.type):
+            text = [None if v is None else json.dumps(json_value(v)) for v in col.to_pylist()]
+            arrays.append(pa.array(text, pa.string()))
+        elif pa.types.is_dictionary(col.type):
+            arrays.append(pc.cast(col, col.type.value_type))
+        else:
+            arrays.append(col)
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+
+
+def write_csv(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
+    rows, writer = 0, None
+    for batch in reader:
+        flat = _flat_for_csv(batch)
+        if writer is None:
+            writer = pacsv.CSVWriter(out, flat.schema)
+        writer.write_batch(flat)
+        rows += batch.num_rows
+    if writer is None:  # no batches: still write the header
+        names = reader.schema.names
+        out.write((",".join(json.dumps(n) for n in names) + "\n").encode() if names else b"")
+    else:
+        writer.close()
+    return rows
+
+
+def write_ndjson(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
+    rows = 0
+    for batch in reader:
+        lines = [json.dumps(row, ensure_ascii=False) for row in _rows(batch)]
+        if lines:
+            out.write(("\n".join(lines) + "\n").encode())
+        rows += batch.num_rows
+    return rows
+
+
+def write_json(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
+    """A JSON array of objects, one per row, written batch by batch."""
+    rows = 0
+    out.write(b"[")
+    for batch in reader:
+        for row in _rows(batch):
+            out.write(
+                (",\n" if rows else "\n").encode() + json.dumps(row, ensure_ascii=False).encode()
+            )
+            rows += 1
+    out.write(b"\n]\n" if rows else b"]\n")
+    return rows
+
+
+def write_arrow(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
+    rows = 0
+    with ipc.new_stream(out, reader.schema) as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    return rows
+
+
+def write_parquet(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
+    rows = 0
+    with pq.ParquetWriter(out, reader.schema, compression="zstd") as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    return rows
+
+
+WRITERS: dict[str, Callable[[pa.RecordBatchReader, IO[bytes]], int]] = {
+    "csv": write_csv,
+    "json": write_json,
+    "ndjson": write_ndjson,
+    "arrow": write_arrow,
+    "parquet": write_parquet,
+}

@@ -1,0 +1,89 @@
+"""The `sql/` folder as typed definitions: schema migrations and reference tables.
+
+`sql/` is data, not code. A schema migration is `sql/schema/NNNN_name.sql`; its number is the
+schema version it brings the database to. A reference table is `sql/reference/<table>.csv`,
+whose header names columns of the table's DDL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@cache
+def sql_dir() -> Path:
+    """Where `sql/` is: inside the installed package, or at the top of a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_sql", here.parent / "sql"):
+        if (candidate / "schema").is_dir():
+            return candidate
+    raise FileNotFoundError(
+        f"wanka's sql/ folder is missing (looked in {here / '_sql'} and "
+        f"{here.parent / 'sql'}); reinstall wanka"
+    )
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: `sql/schema/0003_system.sql` is version 3."""
+
+    version: int
+    name: str
+    path: Path
+
+    @property
+    def sql(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ReferenceTable:
+    """A table whose rows are published specs shipped as `sql/reference/<table>.csv`."""
+
+    table: str
+    path: Path
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+
+def migrations(folder: Path | None = None) -> tuple[Migration, ...]:
+    """All schema migrations in version order; numbering must be 1, 2, 3, ... without gaps.
+
+    >>> [m.version for m in migrations()][:3]
+    [1, 2, 3]
+    """
+    folder = folder or sql_dir() / "schema"
+    found: list[Migration] = []
+    for path in sorted(folder.glob("*.sql")):
+        match = _MIGRATION_NAME.match(path.name)
+        if not match:
+            raise ValueError(f"{path}: schema files are named NNNN_name.sql")
+        found.append(Migration(int(match[1]), match[2], path))
+    for expected, migration in enumerate(found, start=1):
+        if migration.version != expected:
+            raise ValueError(f"{migration.path}: expected schema version {expected} here")
+    return tuple(found)
+
+
+def latest_version() -> int:
+    """The schema version this wanka writes."""
+    found = migrations()
+    return found[-1].version if found else 0
+
+
+def reference_tables(folder: Path | None = None) -> tuple[ReferenceTable, ...]:
+    """Reference CSVs, one per table, in name order."""
+    folder = folder or sql_dir() / "reference"
+    return tuple(ReferenceTable(p.stem, p) for p in sorted(folder.glob("*.csv")))

@@ -1,0 +1,275 @@
+"""The one place that opens DuckDB.
+
+An `Engine` owns one database file: it resolves where the file is, opens it (saying clearly when
+another process holds it), brings its schema up to date from `sql/schema/`, loads the reference
+tables from `sql/reference/`, and binds the model functions. Everything else asks it for cursors.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from udfs import registry
+from warehouse import catalog
+from warehouse.errors import DatabaseLocked, SchemaTooNew, UserError
+
+DEFAULT_DB = "wanka.duckdb"
+DB_ENV = "WANKA_DB"
+
+#: Settings every connection gets. Extensions that would download fail fast instead of hanging.
+BASE_CONFIG: dict[str, Any] = {
+    "TimeZone": "UTC",
+    "autoinstall_known_extensions": False,
+}
+
+_LOCK_PID = re.compile(r"Conflicting lock is held in (?P<exe>.*?) \(PID (?P<pid>\d+)\)")
+
+
+def resolve_db_path(option: str | os.PathLike[str] | None = None) -> str:
+    """`--db PATH`, else `$WANKA_DB`, else `./wanka.duckdb`; `:memory:` stays as it is."""
+    chosen = str(option) if option else os.environ.get(DB_ENV) or DEFAULT_DB
+    return chosen if chosen == ":memory:" else str(Path(chosen).expanduser())
+
+
+def _process_description(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return f"PID {pid}"
+    words = [w for w in raw.decode(errors="replace").split("\0") if w]
+    if words and Path(words[0]).name.startswith("python") and len(words) > 1:
+        words = words[1:]  # "python -m x" reads better without the interpreter path
+    command = " ".join(Path(words[0]).name if i == 0 else w for i, w in enumerate(words))
+    command = " ".join(command.split())  # one line, whatever the command line held
+    return f"PID {pid} ({command[:80]})" if command else f"PID {pid}"
+
+
+def _locked_message(path: str, error: Exception) -> str:
+    match = _LOCK_PID.search(str(error))
+    holder = _process_description(int(match["pid"])) if match else "another process"
+    return (
+        f"database {path} is in use by {holder}; stop that process, or send your SQL to it "
+        f"(a running `wanka serve` owns the file), or pass another --db"
+    )
+
+
+class Engine:
+    """An open wanka database: one DuckDB connection plus cursors handed out per caller."""
+
+    def __init__(self, path: str | None = None, *, read_only: bool = False) -> None:
+        self.path = resolve_db_path(path)
+        self.read_only = read_only
+        self._lock = threading.Lock()
+        self.con = self._connect()
+        try:
+            if not read_only:
+                migrate(self.con)
+                load_reference_tables(self.con)
+            else:
+                check_version(self.con)
+            registry.register(self.con)
+        except BaseException:
+            self.con.close()
+            raise
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        if self.path != ":memory:":
+            parent = Path(self.path).parent
+            if self.read_only and not Path(self.path).exists():
+                raise UserError(f"database {self.path} does not exist")
+            if not parent.is_dir():
+                raise UserError(f"cannot create database {self.path}: folder {parent} is missing")
+        try:
+            return duckdb.connect(self.path, read_only=self.read_only, config=dict(BASE_CONFIG))
+        except duckdb.IOException as error:
+            if "lock" in str(error).lower():
+                raise DatabaseLocked(_locked_message(self.path, error)) from None
+            raise UserError(f"cannot open database {self.path}: {error}") from None
+
+    # -- use -------------------------------------------------------------------------------
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A connection of its own for one caller (thread, request); close it when done."""
+        with self._lock:
+            return self.con.cursor()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor inside BEGIN ... COMMIT; anything raised rolls the whole unit back."""
+        cur = self.cursor()
+        cur.execute("BEGIN TRANSACTION")
+        try:
+            yield cur
+        except BaseException:
+            cur.execute("ROLLBACK")
+            cur.close()
+            raise
+        cur.execute("COMMIT")
+        cur.close()
+
+    def table_schema(self, table: str) -> pa.Schema:
+        """The Arrow schema of a table, read from the database (its DDL is the one source)."""
+        return table_schema(self.con, table)
+
+    def insert_arrow(
+        self, cur: duckdb.DuckDBPyConnection, table: str, data: pa.Table | pa.RecordBatchReader
+    ) -> int:
+        """Append Arrow rows to `table`, matching columns by name; returns rows written."""
+        return insert_arrow(cur, table, data)
+
+    @property
+    def schema_version(self) -> int:
+        return applied_version(self.con)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# -- schema ----------------------------------------------------------------------------------
+
+_MIGRATIONS_DDL = """
+CREATE SCHEMA IF NOT EXISTS wanka;
+CREATE TABLE IF NOT EXISTS wanka.schema_migrations (
+    version     INTEGER PRIMARY KEY,
+    name        VARCHAR NOT NULL,
+    sha256      VARCHAR NOT NULL,
+    applied_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+"""
+
+
+def applied_version(con: duckdb.DuckDBPyConnection) -> int:
+    """The schema version recorded in the file; 0 for a file wanka never touched."""
+    exists = con.sql(
+        "SELECT count(*) FROM duckdb_tables() "
+        "WHERE schema_name = 'wanka' AND table_name = 'schema_migrations'"
+    ).fetchall()[0][0]
+    if not exists:
+        return 0
+    return int(
+        con.sql("SELECT coalesce(max(version), 0) FROM wanka.schema_migrations").fetchall()[0][0]
+    )
+
+
+def check_version(con: duckdb.DuckDBPyConnection) -> int:
+    """Refuse a file written by a newer wanka; return its version."""
+    found, known = applied_version(con), catalog.latest_version()
+    if found > known:
+        raise SchemaTooNew(
+            f"this database has schema version {found} but this wanka knows only up to "
+            f"{known}: upgrade wanka (pip install -U wanka) or open another --db"
+        )
+    return found
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """Apply every schema step the file lacks, each in its own transaction; return them."""
+    con.execute(_MIGRATIONS_DDL)
+    current = check_version(con)
+    applied: list[int] = []
+    for step in catalog.migrations():
+        if step.version <= current:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(step.sql)
+            con.execute(
+                "INSERT INTO wanka.schema_migrations (version, name, sha256) VALUES (?, ?, ?)",
+                [step.version, step.name, step.sha256],
+            )
+            con.execute("COMMIT")
+        except duckdb.Error as error:
+            con.execute("ROLLBACK")
+            raise RuntimeError(f"schema step {step.path.name} failed: {error}") from error
+        applied.append(step.version)
+    return applied
+
+
+# -- reference tables -----------------------------------------------------------------------
+
+
+def table_schema(con: duckdb.DuckDBPyConnection, table: str) -> pa.Schema:
+    """The Arrow schema DuckDB gives `table`'s columns."""
+    cur = con.cursor()
+    try:
+        return cur.sql(f"SELECT * FROM {_quote_table(table)} LIMIT 0").to_arrow_table().schema
+    finally:
+        cur.close()
+
+
+def _quote_table(table: str) -> str:
+    parts = table.split(".")
+    if not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p) for p in parts) or len(parts) > 2:
+        raise UserError(f"not a table name: {table!r}")
+    return ".".join(f'"{p}"' for p in parts)
+
+
+def insert_arrow(
+    cur: duckdb.DuckDBPyConnection, table: str, data: pa.Table | pa.RecordBatchReader
+) -> int:
+    """INSERT ... BY NAME from an Arrow table or stream; columns it lacks take their defaults."""
+    view = f"_wanka_insert_{threading.get_ident()}"
+    cur.register(view, data)
+    try:
+        rows = cur.execute(f"INSERT INTO {_quote_table(table)} BY NAME SELECT * FROM {view}")
+        return int(rows.fetchall()[0][0])
+    finally:
+        cur.unregister(view)
+
+
+def read_reference_csv(con: duckdb.DuckDBPyConnection, ref: catalog.ReferenceTable) -> pa.Table:
+    """Read a reference CSV with the column types of its table; unknown columns are an error."""
+    schema = table_schema(con, ref.table)
+    with ref.path.open("rb") as handle:
+        header = handle.readline().decode("utf-8").strip().split(",")
+    unknown = [c for c in header if c not in schema.names]
+    if unknown:
+        raise ValueError(f"{ref.path}: columns {unknown} are not in table {ref.table}")
+    types = {name: schema.field(name).type for name in header}
+    return pacsv.read_csv(
+        ref.path,
+        convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True),
+    )
+
+
+def load_reference_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Replace each reference table whose CSV changed since it was last loaded."""
+    loaded = dict(
+        con.sql("SELECT table_name, content_sha256 FROM wanka.reference_loads").fetchall()
+    )
+    changed: list[str] = []
+    for ref in catalog.reference_tables():
+        digest = ref.sha256
+        if loaded.get(ref.table) == digest:
+            continue
+        rows = read_reference_csv(con, ref)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(f"DELETE FROM {_quote_table(ref.table)}")
+            insert_arrow(con, ref.table, rows)
+            con.execute(
+                "INSERT OR REPLACE INTO wanka.reference_loads VALUES (?, ?, ?, ?, now())",
+                [ref.table, ref.path.name, digest, rows.num_rows],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        changed.append(ref.table)
+    return changed
