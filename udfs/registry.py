@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 
@@ -34,9 +34,9 @@ def register(con: duckdb.DuckDBPyConnection) -> list[str]:
     for udf in REGISTRY:
         con.create_function(
             udf.name,
-            udf.function,
-            list(udf.parameters),
-            udf.returns,
+            cast(Any, udf.function),
+            cast(Any, list(udf.parameters)),
+            cast(Any, udf.returns),
             type="arrow",
             side_effects=not udf.deterministic,
         )

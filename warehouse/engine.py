@@ -234,18 +234,23 @@ def insert_arrow(
 
 
 def read_reference_csv(con: duckdb.DuckDBPyConnection, ref: catalog.ReferenceTable) -> pa.Table:
-    """Read a reference CSV with the column types of its table; unknown columns are an error."""
+    """Read a reference CSV with the column types of its table; unknown columns are an error.
+
+    Only an empty field is NULL: a spec value spelled 'NA' or 'null' stays text.
+    """
     schema = table_schema(con, ref.table)
-    with ref.path.open("rb") as handle:
-        header = handle.readline().decode("utf-8").strip().split(",")
-    unknown = [c for c in header if c not in schema.names]
+    header = pacsv.read_csv(ref.path, read_options=pacsv.ReadOptions(block_size=1 << 16)).schema
+    unknown = [c for c in header.names if c not in schema.names]
     if unknown:
         raise ValueError(f"{ref.path}: columns {unknown} are not in table {ref.table}")
-    types = {name: schema.field(name).type for name in header}
-    return pacsv.read_csv(
-        ref.path,
-        convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True),
+    types = {name: schema.field(name).type for name in header.names}
+    options = pacsv.ConvertOptions(
+        column_types=types,
+        null_values=[""],
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=False,
     )
+    return pacsv.read_csv(ref.path, convert_options=options)
 
 
 def load_reference_tables(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -30,8 +30,8 @@ _INPUT_ERRORS: tuple[type[duckdb.Error], ...] = (
 def one_line(message: str) -> str:
     """DuckDB's multi-line error text as one line a person can act on.
 
-    >>> one_line('Catalog Error: Table with name x does not exist!\\nDid you mean "y"?\\n\\nLINE 1: ...')
-    'Catalog Error: Table with name x does not exist! Did you mean "y"?'
+    >>> one_line('Catalog Error: no table x!\\nDid you mean "y"?\\n\\nLINE 1: select ...')
+    'Catalog Error: no table x! Did you mean "y"?'
     """
     kept = [line.strip() for line in message.splitlines() if line.strip()]
     kept = [line for line in kept if not line.startswith("LINE ") and set(line) != {"^"}]

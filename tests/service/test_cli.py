@@ -39,7 +39,10 @@ def test_nested_values_and_nulls_in_csv(db_path: Path) -> None:
 
 
 def test_json_and_ndjson(db_path: Path) -> None:
-    query = "select range as i, range * 0.5 as x, timestamptz '2026-11-01 00:00:00+00' as ts from range(3)"
+    query = (
+        "select range as i, range * 0.5 as x, "
+        "timestamptz '2026-11-01 00:00:00+00' as ts from range(3)"
+    )
     as_json = run_wanka("--db", str(db_path), "sql", query, "--format", "json")
     rows = json.loads(as_json.stdout)
     assert rows[2] == {"i": 2, "x": 1.0, "ts": "2026-11-01T00:00:00+00:00"}
@@ -133,8 +136,8 @@ def test_locked_database_is_one_line_naming_the_holder(db_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys, time, duckdb; c = duckdb.connect(sys.argv[1]); print('ready', flush=True); "
-            "time.sleep(60)",
+            "import sys, time, duckdb; c = duckdb.connect(sys.argv[1]); "
+            "print('ready', flush=True); time.sleep(60)",
             str(db_path),
         ],
         stdout=subprocess.PIPE,

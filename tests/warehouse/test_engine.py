@@ -36,9 +36,9 @@ def test_fresh_file_gets_every_table_and_the_latest_version(db_path: Path) -> No
             eng.con.sql("SELECT schema_name || '.' || table_name FROM duckdb_tables()").fetchall()
         )
         names = {t for (t,) in tables}
-        for table in BASE_TABLES + ("gpu_models", "nic_models"):
+        for table in (*BASE_TABLES, "gpu_models", "nic_models"):
             assert f"main.{table}" in names
-        for table in SYSTEM_TABLES + ("schema_migrations",):
+        for table in (*SYSTEM_TABLES, "schema_migrations"):
             assert f"wanka.{table}" in names
         assert eng.schema_version == catalog.latest_version() >= 3
         recorded = eng.con.sql("SELECT version, name FROM wanka.schema_migrations ORDER BY 1")
@@ -114,7 +114,7 @@ def test_newer_file_is_refused(db_path: Path) -> None:
 
 
 def test_missing_folder_is_a_user_error(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="folder .* is missing"):
+    with pytest.raises(UserError, match=r"folder .* is missing"):
         Engine(str(tmp_path / "nowhere" / "w.duckdb"))
 
 
@@ -128,7 +128,7 @@ def test_failed_schema_step_leaves_nothing_half_done(
     monkeypatch.setattr(catalog, "migrations", lambda folder=None: _ORIGINAL_MIGRATIONS(broken))
     monkeypatch.setattr(catalog, "reference_tables", lambda folder=None: ())
     con = duckdb.connect(str(db_path))
-    with pytest.raises(RuntimeError, match="0002_bad.sql failed"):
+    with pytest.raises(RuntimeError, match=r"0002_bad\.sql failed"):
         engine.migrate(con)
     assert engine.applied_version(con) == 1
     tables = {t for (t,) in con.sql("SELECT table_name FROM duckdb_tables()").fetchall()}
