@@ -7,8 +7,10 @@ memory except `table`, which is for people and shows a bounded number of rows.
 from __future__ import annotations
 
 import base64
+import csv
 import datetime as dt
 import decimal
+import io
 import json
 import math
 import uuid
@@ -72,18 +74,29 @@ def _flat_for_csv(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
 
 
+def csv_header(names: list[str]) -> bytes:
+    """The header line, quoting a name only when it needs it (Arrow would quote them all).
+
+    >>> csv_header(["answer", "a,b"])
+    b'answer,"a,b"\\n'
+    """
+    line = io.StringIO()
+    csv.writer(line, lineterminator="\n").writerow(names)
+    return line.getvalue().encode()
+
+
 def write_csv(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
+    """CSV: a header line, then rows; nested values as JSON text, NULL as empty."""
+    options = pacsv.WriteOptions(include_header=False)
     rows, writer = 0, None
+    out.write(csv_header(reader.schema.names))
     for batch in reader:
         flat = _flat_for_csv(batch)
         if writer is None:
-            writer = pacsv.CSVWriter(out, flat.schema)
+            writer = pacsv.CSVWriter(out, flat.schema, write_options=options)
         writer.write_batch(flat)
         rows += batch.num_rows
-    if writer is None:  # no batches: still write the header
-        names = reader.schema.names
-        out.write((",".join(json.dumps(n) for n in names) + "\n").encode() if names else b"")
-    else:
+    if writer is not None:
         writer.close()
     return rows
 
