@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -115,7 +116,7 @@ def _parse_start(value: str | None) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _simulation_options(command):  # type: ignore[no-untyped-def]
+def _simulation_options(command: Callable[..., None]) -> Callable[..., None]:
     """Options shared by `simulate` and `demo`: the shape of the simulated cluster."""
     options = [
         click.option(
@@ -200,8 +201,8 @@ def simulate(
 
     config = _sim_config(gpus, hours, interval_s, _parse_start(start), seed, warmup_hours)
     cluster = simulate_cluster(config)
-    with terminal.progress("writing telemetry", cluster.sample_count) as advance:
-        files = write_formats(cluster, out, progress=advance)
+    with terminal.progress("writing", cluster.sample_count, cumulative=True) as done:
+        files = write_formats(cluster, out, progress=done)
     count = sum(len(paths) for paths in files.values())
     print(
         f"wrote {count} files to {out}: {cluster.nodes.num_rows:,} hosts, "

@@ -62,10 +62,11 @@ def print_table(reader: pa.RecordBatchReader, max_rows: int = 200) -> int:
 
 
 @contextmanager
-def progress(description: str, total: int | None) -> Iterator[Any]:
+def progress(description: str, total: int | None, *, cumulative: bool = False) -> Iterator[Any]:
     """A progress bar on a terminal; a no-op when stderr is not a terminal.
 
-    Yields `advance(n)`.
+    Yields a callback taking the work done since the last call, or with `cumulative`, the
+    work done so far.
     """
     if not sys.stderr.isatty():
         yield lambda n: None
@@ -79,4 +80,7 @@ def progress(description: str, total: int | None) -> Iterator[Any]:
     ]
     with Progress(*columns, console=stderr, transient=True) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda n: bar.advance(task, n)
+        if cumulative:
+            yield lambda n: bar.update(task, completed=n)
+        else:
+            yield lambda n: bar.advance(task, n)

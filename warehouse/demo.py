@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from warehouse.engine import Engine
@@ -60,12 +60,6 @@ def built_config(engine: Engine) -> dict[str, object] | None:
     return json.loads(found[0][0]) if found else None
 
 
-def _config_dict(config: SimConfig) -> dict[str, object]:
-    plain = asdict(config)
-    plain["start"] = config.start.isoformat()
-    return plain
-
-
 def build_demo(
     engine: Engine,
     config: SimConfig,
@@ -74,7 +68,7 @@ def build_demo(
     progress: Callable[[int], None] | None = None,
 ) -> DemoSummary:
     """Simulate the cluster and load it in one transaction; skip when the same demo is there."""
-    wanted = _config_dict(config)
+    wanted = config.to_json()
     if not rebuild and built_config(engine) == wanted:
         return DemoSummary(wanted, _row_counts(engine), 0.0, rebuilt=False)
     started = time.perf_counter()

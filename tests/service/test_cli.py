@@ -150,3 +150,42 @@ def test_help_lists_the_commands() -> None:
     assert done.returncode == 0
     for command in ("sql", "simulate", "demo"):
         assert command in done.stdout
+
+
+def test_simulate_writes_the_real_formats(tmp_path: Path) -> None:
+    out = tmp_path / "sim"
+    done = run_wanka(
+        "simulate",
+        "--gpus",
+        "64",
+        "--hours",
+        "0.25",
+        "--interval-s",
+        "60",
+        "--start",
+        "2026-11-01T00:00:00Z",
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "8 hosts" in done.stdout
+    assert list((out / "dcgm").glob("*.prom")) and (out / "slurm" / "sacct.txt").is_file()
+    assert (out / "inventory" / "nodes.csv").is_file()
+
+
+def test_simulate_rejects_a_bad_start(tmp_path: Path) -> None:
+    done = run_wanka("simulate", "--out", str(tmp_path), "--start", "yesterday")
+    assert done.returncode == 2 and "ISO 8601" in done.stderr
+
+
+def test_demo_builds_then_recognises_itself(db_path: Path) -> None:
+    args = ("--db", str(db_path), "demo", "--no-serve", "--gpus", "64", "--hours", "0.25")
+    first = run_wanka(*args)
+    assert first.returncode == 0, first.stderr
+    assert "built the demo warehouse" in first.stdout and "gpu_metrics" in first.stdout
+    again = run_wanka(*args)
+    assert again.returncode == 0 and "already built" in again.stdout
+    counted = run_wanka("--db", str(db_path), "sql", "select count(*) as n from nodes", "-f", "csv")
+    assert counted.stdout.splitlines() == ["n", "8"]

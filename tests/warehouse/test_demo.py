@@ -1,0 +1,59 @@
+"""The demo warehouse: built once, recognised when built again, rebuilt on request."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from warehouse.demo import DEMO_TABLES, EXAMPLE_QUERIES, build_demo, built_config
+from warehouse.engine import Engine
+from warehouse.simulate import SimConfig
+
+SMALL = SimConfig(
+    gpus=64,
+    hours=0.5,
+    interval_s=60.0,
+    start=datetime(2026, 11, 1, tzinfo=UTC),
+    seed=3,
+    warmup_hours=12.0,
+)
+
+
+def test_build_loads_every_table_in_one_go(db_path: Path) -> None:
+    with Engine(str(db_path)) as eng:
+        summary = build_demo(eng, SMALL)
+        assert summary.rebuilt and set(summary.rows) == set(DEMO_TABLES)
+        for table, rows in summary.rows.items():
+            assert eng.con.sql(f'SELECT count(*) FROM "{table}"').fetchall()[0][0] == rows > 0
+        assert summary.rows["nodes"] == 8
+        assert summary.samples == eng.con.sql("SELECT count(*) FROM gpu_metrics").fetchall()[0][0]
+        assert built_config(eng) is not None
+
+
+def test_same_demo_twice_is_not_rebuilt(db_path: Path) -> None:
+    with Engine(str(db_path)) as eng:
+        first = build_demo(eng, SMALL)
+        again = build_demo(eng, SMALL)
+        assert not again.rebuilt and again.rows == first.rows
+
+
+def test_rebuild_replaces_instead_of_appending(db_path: Path) -> None:
+    with Engine(str(db_path)) as eng:
+        first = build_demo(eng, SMALL)
+        second = build_demo(eng, SMALL, rebuild=True)
+        assert second.rebuilt and second.rows == first.rows
+
+
+def test_other_config_rebuilds(db_path: Path) -> None:
+    with Engine(str(db_path)) as eng:
+        build_demo(eng, SMALL)
+        other = SimConfig(**{**SMALL.__dict__, "seed": 4})
+        assert build_demo(eng, other).rebuilt
+
+
+def test_example_queries_run(db_path: Path) -> None:
+    with Engine(str(db_path)) as eng:
+        build_demo(eng, SMALL)
+        results = {title: eng.con.sql(query).fetchall() for title, query in EXAMPLE_QUERIES.items()}
+        assert results["GPU-hours by job state"]
+        assert results["GPU utilisation and power per cluster, last hour"]

@@ -1,0 +1,112 @@
+"""Telemetry batches as Prometheus exposition text, the way dcgm-exporter writes it.
+
+One file holds several scrapes of every host, so each sample carries its timestamp (ms since
+the epoch) and each metric family appears once, `# HELP` and `# TYPE` first, then its samples:
+
+    DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-…",pci_bus_id="00000000:18:00.0",device="nvidia0",
+    modelName="NVIDIA H100 80GB HBM3",Hostname="h100a0001",DCGM_FI_DRIVER_VERSION="570.124.06"}
+    87 1793491200000
+
+(one line in the file). Pods' GPUs also carry container, namespace and pod labels. AMD and
+Huawei hosts are written under the same DCGM names (the warehouse's canonical field names, as a
+vendor exporter mapped onto them would give), with their own device prefix and driver label.
+Lines are built by polars string kernels, never by a Python loop over samples.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from warehouse.simulate.metrics import (
+    DEVICE_PREFIX,
+    DRIVER_VERSION,
+    METRICS,
+    PCI_BUS_IDS,
+)
+from warehouse.simulate.telemetry_plan import TelemetryPlan
+
+
+class PromWriter:
+    """Writes telemetry batches of one plan as .prom files; the label text is built once."""
+
+    def __init__(self, plan: TelemetryPlan) -> None:
+        self.plan = plan
+        hosts = np.asarray(plan.host_names.to_pylist(), dtype=object)[plan.col_host]
+        vendors = np.asarray(plan.vendors, dtype=object)[plan.col_model]
+        labels = pl.DataFrame({
+            "gpu": plan.col_gpu,
+            "uuid": plan.uuids.to_pylist(),
+            "bus": np.asarray(PCI_BUS_IDS, dtype=object)[plan.col_gpu % len(PCI_BUS_IDS)],
+            "device": [DEVICE_PREFIX.get(v, "nvidia") for v in vendors],
+            "model": np.asarray(plan.full_names, dtype=object)[plan.col_model],
+            "host": hosts,
+            "driver": [DRIVER_VERSION.get(v, DRIVER_VERSION["NVIDIA"]) for v in vendors],
+        }).select(
+            pl.concat_str([
+                pl.lit('{gpu="'), pl.col("gpu").cast(pl.String),
+                pl.lit('",UUID="'), pl.col("uuid"),
+                pl.lit('",pci_bus_id="'), pl.col("bus"),
+                pl.lit('",device="'), pl.col("device"), pl.col("gpu").cast(pl.String),
+                pl.lit('",modelName="'), pl.col("model"),
+                pl.lit('",Hostname="'), pl.col("host"),
+                pl.lit('",DCGM_FI_DRIVER_VERSION="'), pl.col("driver"), pl.lit('"'),
+            ]).alias("labels")
+        )["labels"]  # fmt: skip
+        # One "NAME{labels" head per (metric, GPU): a sample line is head + value + time.
+        self.heads = self._heads(labels)
+
+    @staticmethod
+    def _heads(labels: pl.Series) -> pl.Series:
+        frame = pl.DataFrame({"labels": labels})
+        parts = [
+            frame.select(pl.concat_str([pl.lit(m.name), pl.col("labels")]).alias("head"))
+            for m in METRICS
+        ]
+        return pl.concat(parts)["head"]
+
+    def write(self, batch: pa.RecordBatch, out: BinaryIO) -> None:
+        """Write one batch (whole scrapes, metric-major) to `out`."""
+        g, m = self.plan.columns, len(METRICS)
+        per_metric = batch.num_rows // m
+        cols = np.asarray(batch.column("uuid").indices)
+        metric = np.asarray(batch.column("metric").indices)
+        heads = self.heads.gather(metric.astype(np.int64) * g + cols)
+        ts_ms = pc.divide(batch.column("ts").cast(pa.int64()), 1000)
+        frame = pl.DataFrame({
+            "head": heads,
+            "extra": _pod_labels(batch.column("labels")),
+            "value": pl.from_arrow(batch.column("value")),
+            "ts": pl.from_arrow(ts_ms),
+        })  # fmt: skip
+        for index, metric_def in enumerate(METRICS):
+            rows = frame.slice(index * per_metric, per_metric)
+            value = pl.col("value")
+            text = value.cast(pl.Int64) if metric_def.integral else value
+            lines = rows.select(
+                pl.concat_str([
+                    pl.col("head"), pl.col("extra"), pl.lit("} "), text.cast(pl.String),
+                    pl.lit(" "), pl.col("ts").cast(pl.String),
+                ]).alias("line")
+            )  # fmt: skip
+            header = f"# HELP {metric_def.name} {metric_def.help}\n"
+            header += f"# TYPE {metric_def.name} {metric_def.kind}\n"
+            out.write(header.encode())
+            lines.write_csv(out, include_header=False, quote_style="never")
+
+
+def _pod_labels(labels: pa.Array) -> pl.Series:
+    """`,container="…",namespace="…",pod="…"` for rows with labels, '' for the others."""
+    if labels.null_count == len(labels):
+        return pl.Series("extra", [""], dtype=pl.String).extend_constant("", len(labels) - 1)
+    maps = labels if isinstance(labels, pa.MapArray) else pa.concat_arrays([labels])
+    pairs = pc.binary_join_element_wise(
+        pa.scalar(","), maps.keys, pa.scalar('="'), maps.items, pa.scalar('"'), ""
+    )
+    per_row = pa.ListArray.from_arrays(maps.offsets, pairs, mask=maps.is_null())
+    joined = pc.fill_null(pc.binary_join(per_row, ""), "")
+    return pl.Series("extra", joined)
