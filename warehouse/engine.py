@@ -22,8 +22,12 @@ import pyarrow.csv as pacsv
 from udfs import registry
 from warehouse import catalog
 from warehouse.errors import DatabaseLocked, SchemaTooNew, UserError
+from warehouse.query import one_line
 
 DEFAULT_DB = "wanka.duckdb"
+#: The name the database file is attached under. Not the file's stem: a file called
+#: wanka.duckdb would otherwise make `wanka.ingest_batches` ambiguous (catalog or schema?).
+CATALOG = "warehouse"
 DB_ENV = "WANKA_DB"
 
 #: Settings every connection gets. Extensions that would download fail fast instead of hanging.
@@ -39,6 +43,15 @@ def resolve_db_path(option: str | os.PathLike[str] | None = None) -> str:
     """`--db PATH`, else `$WANKA_DB`, else `./wanka.duckdb`; `:memory:` stays as it is."""
     chosen = str(option) if option else os.environ.get(DB_ENV) or DEFAULT_DB
     return chosen if chosen == ":memory:" else str(Path(chosen).expanduser())
+
+
+def _sql_string(text: str) -> str:
+    """A SQL string literal.
+
+    >>> _sql_string("it's.duckdb")
+    "'it''s.duckdb'"
+    """
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _process_description(pid: int) -> str:
@@ -89,19 +102,29 @@ class Engine:
                 raise UserError(f"database {self.path} does not exist")
             if not parent.is_dir():
                 raise UserError(f"cannot create database {self.path}: folder {parent} is missing")
+        con = duckdb.connect(":memory:", config=dict(BASE_CONFIG))
+        mode = " (READ_ONLY)" if self.read_only else ""
         try:
-            return duckdb.connect(self.path, read_only=self.read_only, config=dict(BASE_CONFIG))
+            con.execute(f"ATTACH {_sql_string(self.path)} AS {CATALOG}{mode}")
         except duckdb.IOException as error:
+            con.close()
             if "lock" in str(error).lower():
                 raise DatabaseLocked(_locked_message(self.path, error)) from None
-            raise UserError(f"cannot open database {self.path}: {error}") from None
+            raise UserError(f"cannot open database {self.path}: {one_line(str(error))}") from None
+        except duckdb.Error as error:
+            con.close()
+            raise UserError(f"cannot open database {self.path}: {one_line(str(error))}") from None
+        con.execute(f"USE {CATALOG}")
+        return con
 
     # -- use -------------------------------------------------------------------------------
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A connection of its own for one caller (thread, request); close it when done."""
         with self._lock:
-            return self.con.cursor()
+            cur = self.con.cursor()
+        cur.execute(f"USE {CATALOG}")  # a cursor starts in the in-memory catalog
+        return cur
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -157,8 +180,8 @@ CREATE TABLE IF NOT EXISTS wanka.schema_migrations (
 def applied_version(con: duckdb.DuckDBPyConnection) -> int:
     """The schema version recorded in the file; 0 for a file wanka never touched."""
     exists = con.sql(
-        "SELECT count(*) FROM duckdb_tables() "
-        "WHERE schema_name = 'wanka' AND table_name = 'schema_migrations'"
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND schema_name = 'wanka' AND table_name = 'schema_migrations'"
     ).fetchall()[0][0]
     if not exists:
         return 0
@@ -206,8 +229,10 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
 
 def table_schema(con: duckdb.DuckDBPyConnection, table: str) -> pa.Schema:
     """The Arrow schema DuckDB gives `table`'s columns."""
+    database = con.sql("SELECT current_database()").fetchall()[0][0]
     cur = con.cursor()
     try:
+        cur.execute(f'USE "{database}"')
         return cur.sql(f"SELECT * FROM {_quote_table(table)} LIMIT 0").to_arrow_table().schema
     finally:
         cur.close()

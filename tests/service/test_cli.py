@@ -189,3 +189,18 @@ def test_demo_builds_then_recognises_itself(db_path: Path) -> None:
     assert again.returncode == 0 and "already built" in again.stdout
     counted = run_wanka("--db", str(db_path), "sql", "select count(*) as n from nodes", "-f", "csv")
     assert counted.stdout.splitlines() == ["n", "8"]
+
+
+def test_default_file_wanka_duckdb_keeps_the_wanka_schema_reachable(tmp_path: Path) -> None:
+    """Regression: a file named wanka.duckdb must not shadow the `wanka` system schema."""
+    env = {"WANKA_DB": ""}
+    done = run_wanka(
+        "sql",
+        "select count(*) as n from wanka.schema_migrations",
+        "-f",
+        "csv",
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "wanka.duckdb").is_file() and int(done.stdout.splitlines()[1]) >= 3
