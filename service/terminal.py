@@ -65,11 +65,11 @@ def print_table(reader: pa.RecordBatchReader, max_rows: int = 200) -> int:
 def progress(description: str, total: int | None, *, cumulative: bool = False) -> Iterator[Any]:
     """A progress bar on a terminal; a no-op when stderr is not a terminal.
 
-    Yields a callback taking the work done since the last call, or with `cumulative`, the
-    work done so far.
+    Yields a callback taking the work done since the last call (or with `cumulative`, the work
+    done so far) and, when it becomes known, the total.
     """
     if not sys.stderr.isatty():
-        yield lambda n: None
+        yield lambda n, total=None: None
         return
     columns = [
         TextColumn("{task.description}"),
@@ -80,7 +80,13 @@ def progress(description: str, total: int | None, *, cumulative: bool = False) -
     ]
     with Progress(*columns, console=stderr, transient=True) as bar:
         task = bar.add_task(description, total=total)
-        if cumulative:
-            yield lambda n: bar.update(task, completed=n)
-        else:
-            yield lambda n: bar.advance(task, n)
+
+        def report(n: int, total: int | None = None) -> None:
+            if total is not None:
+                bar.update(task, total=total)
+            if cumulative:
+                bar.update(task, completed=n)
+            else:
+                bar.advance(task, n)
+
+        yield report

@@ -65,7 +65,7 @@ def build_demo(
     config: SimConfig,
     *,
     rebuild: bool = False,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> DemoSummary:
     """Simulate the cluster and load it in one transaction; skip when the same demo is there."""
     wanted = config.to_json()
@@ -83,7 +83,7 @@ def build_demo(
         for batch in cluster.telemetry_batches():
             samples += engine.insert_arrow(cur, "gpu_metrics", batch)
             if progress:
-                progress(batch.num_rows)
+                progress(batch.num_rows, cluster.sample_count)
         summary.rows["gpu_metrics"] = samples
         cur.execute(
             "INSERT OR REPLACE INTO wanka.settings VALUES ('demo_config', ?, now())",
