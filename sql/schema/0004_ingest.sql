@@ -1,6 +1,10 @@
 -- Ingest: every row written through an ingest carries the batch that wrote it. Batch ids come
 -- from wanka.batch_seq and only grow, so "rows newer than batch N" is a change set.
 
+-- The options that change what the same bytes mean (target table, trace start, ...): the same
+-- content with other options is another ingest, not a repeat.
+ALTER TABLE wanka.ingest_batches ADD COLUMN options VARCHAR;
+
 ALTER TABLE sites       ADD COLUMN batch_id BIGINT;
 ALTER TABLE clusters    ADD COLUMN batch_id BIGINT;
 ALTER TABLE nodes       ADD COLUMN batch_id BIGINT;

@@ -9,9 +9,10 @@ A reader error, a crash or a kill before COMMIT leaves nothing behind.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 import duckdb
@@ -89,8 +90,9 @@ def ingest_source(
     started = time.perf_counter()
     digest = sources.sha256(source.path)
     result = IngestResult(source.name, fmt.name, None)
+    meaning = options_key(options)
     if not force:
-        earlier = _earlier_batch(engine, fmt.name, digest)
+        earlier = _earlier_batch(engine, fmt.name, digest, meaning)
         if earlier is not None:
             result.duplicate_of = earlier
             result.seconds = time.perf_counter() - started
@@ -117,8 +119,9 @@ def ingest_source(
             )
         cur.execute(
             "INSERT INTO wanka.ingest_batches (batch_id, source_format, source_name, "
-            "content_sha256, target_table, rows, rejected, started_at, finished_at, bytes) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "content_sha256, target_table, rows, rejected, started_at, finished_at, bytes, "
+            "options) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 batch_id,
                 fmt.name,
@@ -130,19 +133,37 @@ def ingest_source(
                 started_at,
                 datetime.now(UTC),  # not now(): in SQL that is when the transaction began
                 source.path.stat().st_size,
+                meaning,
             ],
         )
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _earlier_batch(engine: Engine, fmt: str, digest: str) -> int | None:
+def options_key(options: ReadOptions) -> str:
+    """The options given, as stable text: part of what makes two ingests the same.
+
+    >>> options_key(ReadOptions(table="nodes"))
+    '{"table": "nodes"}'
+    """
+    given = {
+        name: value.isoformat() if isinstance(value, datetime) else value
+        for name, value in asdict(options).items()
+        if value != getattr(DEFAULT_OPTIONS, name)
+    }
+    return json.dumps(given, sort_keys=True)
+
+
+DEFAULT_OPTIONS = ReadOptions()
+
+
+def _earlier_batch(engine: Engine, fmt: str, digest: str, meaning: str) -> int | None:
     cur = engine.cursor()
     try:
         found = cur.execute(
             "SELECT max(batch_id) FROM wanka.ingest_batches "
-            "WHERE source_format = ? AND content_sha256 = ?",
-            [fmt, digest],
+            "WHERE source_format = ? AND content_sha256 = ? AND options IS NOT DISTINCT FROM ?",
+            [fmt, digest, meaning],
         ).fetchall()
     finally:
         cur.close()

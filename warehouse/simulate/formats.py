@@ -15,7 +15,7 @@ so memory stays at one batch whatever the window.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from warehouse.simulate import SimulatedCluster
 
 INVENTORY_TABLES = ("sites", "clusters", "nodes")
+KINDS = ("inventory", "dcgm", "slurm", "parquet")
 
 
 def write_formats(
@@ -39,6 +40,7 @@ def write_formats(
     progress: Callable[[int], None] | None = None,
     *,
     max_rows: int = 2_000_000,
+    kinds: Collection[str] = KINDS,
 ) -> dict[str, list[Path]]:
     """Write `cluster` under `out_dir` (created if missing); returns the files by kind.
 
@@ -47,45 +49,57 @@ def write_formats(
         out_dir: the folder to write into; existing files of the same names are replaced.
         progress: called with the number of telemetry samples written so far, after each batch.
         max_rows: telemetry rows per batch, i.e. per .prom file and Parquet part.
+        kinds: which of the folders to write (the demo skips the bulky DCGM text).
 
     Returns:
         {'inventory': [...], 'dcgm': [...], 'slurm': [...], 'parquet': [...],
         'manifest': [...]}, paths under `out_dir`.
     """
     out_dir = Path(out_dir)
-    folders = {k: out_dir / k for k in ("inventory", "dcgm", "slurm", "parquet")}
+    unknown = set(kinds) - set(KINDS)
+    if unknown:
+        raise ValueError(f"unknown kinds {sorted(unknown)}; choose from {KINDS}")
+    folders = {k: out_dir / k for k in KINDS if k in kinds}
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
-    (folders["parquet"] / "gpu_metrics").mkdir(exist_ok=True)
+    if "parquet" in folders:
+        (folders["parquet"] / "gpu_metrics").mkdir(exist_ok=True)
     files: dict[str, list[Path]] = {k: [] for k in (*folders, "manifest")}
     tables = cluster.tables()
 
-    for name in INVENTORY_TABLES:
-        path = folders["inventory"] / f"{name}.csv"
-        pacsv.write_csv(csv_ready(tables[name]), path)
-        files["inventory"].append(path)
+    if "inventory" in folders:
+        for name in INVENTORY_TABLES:
+            path = folders["inventory"] / f"{name}.csv"
+            pacsv.write_csv(csv_ready(tables[name]), path)
+            files["inventory"].append(path)
 
-    sacct_path = folders["slurm"] / "sacct.txt"
-    slurm_jobs = write_sacct(
-        cluster.jobs, cluster.job_steps, cluster.nodes, cluster.clusters, sacct_path
-    )
-    files["slurm"].append(sacct_path)
+    slurm_jobs = None
+    if "slurm" in folders:
+        sacct_path = folders["slurm"] / "sacct.txt"
+        slurm_jobs = write_sacct(
+            cluster.jobs, cluster.job_steps, cluster.nodes, cluster.clusters, sacct_path
+        )
+        files["slurm"].append(sacct_path)
 
-    for name, table in tables.items():
-        path = folders["parquet"] / f"{name}.parquet"
-        pq.write_table(table, path)
-        files["parquet"].append(path)
+    if "parquet" in folders:
+        for name, table in tables.items():
+            path = folders["parquet"] / f"{name}.parquet"
+            pq.write_table(table, path)
+            files["parquet"].append(path)
 
     prom = PromWriter(cluster.telemetry)
     done = 0
-    for index, batch in enumerate(cluster.telemetry_batches(max_rows)):
-        prom_path = folders["dcgm"] / f"metrics-{index:04d}.prom"
-        with prom_path.open("wb") as handle:
-            prom.write(batch, handle)
-        part = folders["parquet"] / "gpu_metrics" / f"part-{index:04d}.parquet"
-        pq.write_table(pa.Table.from_batches([batch]), part)
-        files["dcgm"].append(prom_path)
-        files["parquet"].append(part)
+    telemetry = cluster.telemetry_batches(max_rows) if {"dcgm", "parquet"} & set(folders) else ()
+    for index, batch in enumerate(telemetry):
+        if "dcgm" in folders:
+            prom_path = folders["dcgm"] / f"metrics-{index:04d}.prom"
+            with prom_path.open("wb") as handle:
+                prom.write(batch, handle)
+            files["dcgm"].append(prom_path)
+        if "parquet" in folders:
+            part = folders["parquet"] / "gpu_metrics" / f"part-{index:04d}.parquet"
+            pq.write_table(pa.Table.from_batches([batch]), part)
+            files["parquet"].append(part)
         done += batch.num_rows
         if progress is not None:
             progress(done)
