@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -101,6 +102,12 @@ def _create(path: Path) -> IO[bytes]:
         return path.open("wb")
     except OSError as error:
         raise UserError(f"cannot write {path}: {error.strerror}") from None
+
+
+def _shared_data() -> Path:
+    """`$WANKA_SHARED_DATA`, else the shared/data folder beside this checkout."""
+    found = os.environ.get("WANKA_SHARED_DATA")
+    return Path(found) if found else Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def _parse_start(value: str | None) -> datetime:
@@ -213,12 +220,18 @@ def simulate(
 @app.command()
 @click.option("--no-serve", is_flag=True, help="Stop after building.")
 @click.option("--rebuild", is_flag=True, help="Build again even if this demo is already built.")
+@click.option(
+    "--real-data",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of real public samples to add [default: $WANKA_SHARED_DATA, else ../shared/data].",
+)
 @_simulation_options
 @click.pass_context
 def demo(
     ctx: click.Context,
     no_serve: bool,
     rebuild: bool,
+    real_data: Path | None,
     gpus: int,
     hours: float,
     interval_s: float,
@@ -231,10 +244,21 @@ def demo(
     config = _sim_config(gpus, hours, interval_s, DEMO_START, seed, 48.0)
     with _open(ctx) as engine:
         with terminal.progress("loading telemetry", None) as advance:
-            summary = build_demo(engine, config, rebuild=rebuild, progress=advance)
+            summary = build_demo(
+                engine,
+                config,
+                rebuild=rebuild,
+                real_data=real_data or _shared_data(),
+                progress=advance,
+            )
         path = engine.path
     if summary.rebuilt:
-        print(f"built the demo warehouse in {summary.seconds:.1f} s: {path}")
+        print(
+            f"built the demo warehouse in {summary.seconds:.1f} s from {summary.batches} ingest "
+            f"batches: {path}"
+        )
+        if summary.real_samples:
+            print(f"  with the real public samples in {summary.real_samples}")
     else:
         print(f"the demo warehouse is already built: {path} (--rebuild builds it again)")
     for table, rows in summary.rows.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +30,8 @@ def _cell(value: Any) -> str:
         return "NULL"
     if isinstance(value, float):
         return f"{value:.6g}"
+    if isinstance(value, decimal.Decimal):
+        return str(value)
     shown = json_value(value)
     return str(shown)
 

@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 from warehouse.engine import Engine
-from warehouse.simulate import SimConfig, simulate_cluster
+from warehouse.ingest import ReadOptions, ingest
+from warehouse.simulate import SimConfig, simulate_cluster, write_formats
 
 #: Tables the demo owns; a rebuild empties exactly these, in this order, before loading.
-DEMO_TABLES = ("sites", "clusters", "nodes", "jobs", "job_steps", "job_events", "gpu_metrics")
+DEMO_TABLES = (
+    "sites",
+    "clusters",
+    "nodes",
+    "jobs",
+    "job_steps",
+    "job_events",
+    "gpu_metrics",
+    "pods",
+    "nccl_results",
+)
 
 #: The demo always starts here, so the same demo run twice is recognised as built.
 DEMO_START = datetime(2026, 11, 1, tzinfo=UTC)
@@ -36,6 +49,42 @@ WHERE k.pcie_gen > n.pcie_gen LIMIT 10""",
 }
 
 
+@dataclass(frozen=True)
+class Step:
+    """One ingest the demo runs: a format, files relative to a folder, and options."""
+
+    format: str
+    paths: tuple[str, ...]
+    options: ReadOptions = field(default_factory=ReadOptions)
+
+
+#: How the demo loads its simulated cluster: through the same readers `wanka ingest` uses. The
+#: Slurm jobs go in as real sacct text last, so the real-format path is what the tables hold;
+#: the Parquet copies carry the Kubernetes jobs, which sacct does not list.
+SIMULATED_STEPS = (
+    Step("inventory", ("inventory/sites.csv",), ReadOptions(table="sites")),
+    Step("inventory", ("inventory/clusters.csv",), ReadOptions(table="clusters")),
+    Step("inventory", ("inventory/nodes.csv",)),
+    Step("parquet", ("parquet/jobs.parquet",), ReadOptions(table="jobs")),
+    Step("parquet", ("parquet/job_steps.parquet",), ReadOptions(table="job_steps")),
+    Step("parquet", ("parquet/job_events.parquet",), ReadOptions(table="job_events")),
+    Step("sacct", ("slurm/sacct.txt",)),
+    Step("parquet", ("parquet/gpu_metrics",), ReadOptions(table="gpu_metrics")),
+)
+
+#: The real public samples the demo adds when ../shared/data is there, each kept apart from the
+#: simulated cluster by its own cluster or host names.
+REAL_STEPS = (
+    Step("nvidia-smi", ("nvidia-smi",)),
+    Step("sacct", ("slurm/sacct-output-v2.txt",), ReadOptions(cluster="aws-hpc-sample")),
+    Step(
+        "pods",
+        ("alibaba/openb_pod_list_default.csv",),
+        ReadOptions(cluster="alibaba-openb", trace_start=datetime(2023, 1, 1, tzinfo=UTC)),
+    ),
+)
+
+
 @dataclass
 class DemoSummary:
     """What a demo build produced, for the person who ran it."""
@@ -44,6 +93,8 @@ class DemoSummary:
     rows: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     rebuilt: bool = True
+    batches: int = 0
+    real_samples: str | None = None  # where the real samples came from, if they were found
 
     @property
     def samples(self) -> int:
@@ -65,9 +116,15 @@ def build_demo(
     config: SimConfig,
     *,
     rebuild: bool = False,
+    real_data: Path | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> DemoSummary:
-    """Simulate the cluster and load it in one transaction; skip when the same demo is there."""
+    """Simulate the cluster, write it in the real formats and ingest those files.
+
+    The same demo already built is left alone unless `rebuild`. Each file is one ingest batch;
+    the marker that says the demo is complete is written last, so an interrupted build is
+    rebuilt on the next run.
+    """
     wanted = config.to_json()
     if not rebuild and built_config(engine) == wanted:
         return DemoSummary(wanted, _row_counts(engine), 0.0, rebuilt=False)
@@ -75,20 +132,37 @@ def build_demo(
     cluster = simulate_cluster(config)
     summary = DemoSummary(wanted)
     with engine.transaction() as cur:
+        cur.execute("DELETE FROM wanka.settings WHERE key = 'demo_config'")
         for table in DEMO_TABLES:
             cur.execute(f'DELETE FROM "{table}"')
-        for table in DEMO_TABLES[:-1]:
-            summary.rows[table] = engine.insert_arrow(cur, table, getattr(cluster, table))
-        samples = 0
-        for batch in cluster.telemetry_batches():
-            samples += engine.insert_arrow(cur, "gpu_metrics", batch)
-            if progress:
-                progress(batch.num_rows, cluster.sample_count)
-        summary.rows["gpu_metrics"] = samples
+    total = cluster.sample_count
+    with tempfile.TemporaryDirectory(prefix="wanka-demo-") as folder:
+        write_formats(cluster, Path(folder), kinds=("inventory", "slurm", "parquet"))
+        steps = [(Path(folder), step) for step in SIMULATED_STEPS]
+        if real_data is not None and (real_data / "MANIFEST.md").is_file():
+            steps += [(real_data, step) for step in REAL_STEPS]
+            summary.real_samples = str(real_data)
+        for root, step in steps:
+
+            def advance(n: int, step: Step = step) -> None:
+                if progress and step.format == "parquet" and step.options.table == "gpu_metrics":
+                    progress(n, total)
+
+            results = ingest(
+                engine,
+                step.format,
+                [str(root / p) for p in step.paths],
+                step.options,
+                force=True,
+                progress=advance,
+            )
+            summary.batches += len(results)
+    with engine.transaction() as cur:
         cur.execute(
             "INSERT OR REPLACE INTO wanka.settings VALUES ('demo_config', ?, now())",
             [json.dumps(wanted, sort_keys=True)],
         )
+    summary.rows = _row_counts(engine)
     summary.seconds = time.perf_counter() - started
     return summary
 

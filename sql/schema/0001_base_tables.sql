@@ -55,7 +55,7 @@ CREATE TABLE gpu_metrics (
     model               VARCHAR,    -- DCGM modelName / nvidia-smi name
     metric              VARCHAR NOT NULL,
     value               DOUBLE,
-    labels              MAP(VARCHAR, VARCHAR)
+    labels              JSON                -- {"pod": "...", "GPU_I_PROFILE": "1g.10gb", ...}
 );
 
 -- One row per job (array tasks are jobs of their own); steps live in job_steps.

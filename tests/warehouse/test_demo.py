@@ -19,13 +19,32 @@ SMALL = SimConfig(
 )
 
 
-def test_build_loads_every_table_in_one_go(db_path: Path) -> None:
+SIMULATED = ("sites", "clusters", "nodes", "jobs", "job_steps", "job_events", "gpu_metrics")
+
+
+def test_build_loads_every_table_through_the_readers(db_path: Path) -> None:
     with Engine(str(db_path)) as eng:
         summary = build_demo(eng, SMALL)
         assert summary.rebuilt and set(summary.rows) == set(DEMO_TABLES)
-        for table, rows in summary.rows.items():
+        for table in SIMULATED:
+            rows = summary.rows[table]
             assert eng.con.sql(f'SELECT count(*) FROM "{table}"').fetchall()[0][0] == rows > 0
         assert summary.rows["nodes"] == 8
+        formats = dict(
+            eng.con.sql(
+                "SELECT source_format, count(*) FROM wanka.ingest_batches GROUP BY 1"
+            ).fetchall()
+        )
+        assert formats.keys() == {"inventory", "parquet", "sacct"}
+        assert summary.batches == sum(formats.values())
+        # every row came in through an ingest batch
+        assert eng.con.sql("SELECT count(*) FROM jobs WHERE batch_id IS NULL").fetchall() == [(0,)]
+        # the Slurm jobs' last word is the sacct text, read by the sacct reader
+        last = eng.con.sql(
+            "SELECT b.source_format, count(*) FROM jobs j JOIN wanka.ingest_batches b "
+            "USING (batch_id) GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        assert [f for f, _ in last] in (["parquet", "sacct"], ["sacct"])
         assert summary.samples == eng.con.sql("SELECT count(*) FROM gpu_metrics").fetchall()[0][0]
         assert built_config(eng) is not None
 
@@ -49,6 +68,21 @@ def test_other_config_rebuilds(db_path: Path) -> None:
         build_demo(eng, SMALL)
         other = SimConfig(**{**SMALL.__dict__, "seed": 4})
         assert build_demo(eng, other).rebuilt
+
+
+def test_real_samples_join_the_demo(db_path: Path, shared_data: Path) -> None:
+    with Engine(str(db_path)) as eng:
+        summary = build_demo(eng, SMALL, real_data=shared_data)
+        assert summary.real_samples == str(shared_data)
+        assert summary.rows["pods"] == 8152
+        sample_jobs = eng.con.sql(
+            "SELECT count(*) FROM jobs WHERE cluster = 'aws-hpc-sample'"
+        ).fetchall()[0][0]
+        assert sample_jobs == 483
+        captured = eng.con.sql(
+            "SELECT DISTINCT model FROM gpu_metrics WHERE host NOT IN (SELECT host FROM nodes)"
+        ).fetchall()
+        assert {m for (m,) in captured} == {"H100", "L40S"}
 
 
 def test_example_queries_run(db_path: Path) -> None:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute
 
@@ -194,7 +195,7 @@ def _store(
 
 
 def _with_batch_id(rows: pa.Table, batch_id: int) -> pa.Table:
-    column = pa.array([batch_id] * rows.num_rows, pa.int64())
+    column = pa.array(np.full(rows.num_rows, batch_id, dtype=np.int64))
     if "batch_id" in rows.column_names:
         return rows.set_column(rows.column_names.index("batch_id"), "batch_id", column)
     return rows.append_column("batch_id", column)
@@ -206,7 +207,9 @@ def last_per_key(rows: pa.Table, keys: tuple[str, ...]) -> pa.Table:
     >>> last_per_key(pa.table({"k": ["a", "b", "a"], "v": [1, 2, 3]}), ("k",)).to_pydict()
     {'k': ['b', 'a'], 'v': [2, 3]}
     """
-    numbered = rows.append_column("_wanka_row", pa.array(range(rows.num_rows), pa.int64()))
+    if pa.compute.count_distinct(rows[keys[0]], mode="all").as_py() == rows.num_rows:
+        return rows  # the first key alone is unique: the usual case, and cheap to see
+    numbered = rows.append_column("_wanka_row", pa.array(np.arange(rows.num_rows)))
     last = numbered.group_by(list(keys), use_threads=False).aggregate([("_wanka_row", "max")])
     if last.num_rows == rows.num_rows:
         return rows

@@ -61,10 +61,23 @@ def read_parquet(
     target = pa.schema([schema.field(n) for n in names if n != "batch_id"])
     for batch in parquet.iter_batches(batch_size=1 << 20, columns=target.names):
         try:
-            rows = pa.Table.from_batches([batch]).cast(target)
+            rows = fit(pa.Table.from_batches([batch]), target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
             raise UserError(f"{source.name}: columns do not fit table {table}: {error}") from None
         yield Parsed(table, rows)
+
+
+def fit(rows: pa.Table, target: pa.Schema) -> pa.Table:
+    """Cast `rows` to `target`, but leave dictionary-encoded text as it is: DuckDB reads it
+    natively and decoding it first costs more than the rest of the load."""
+    columns = []
+    for name in target.names:
+        column, wanted = rows[name], target.field(name).type
+        if pa.types.is_dictionary(column.type) and column.type.value_type == wanted:
+            columns.append(column)
+        else:
+            columns.append(column.cast(wanted))
+    return pa.Table.from_arrays(columns, names=target.names)
 
 
 def _target(options: ReadOptions, fmt: str) -> str:

@@ -15,6 +15,7 @@ Lines are built by polars string kernels, never by a Python loop over samples.
 
 from __future__ import annotations
 
+import json
 from typing import BinaryIO
 
 import numpy as np
@@ -100,13 +101,20 @@ class PromWriter:
 
 
 def _pod_labels(labels: pa.Array) -> pl.Series:
-    """`,container="…",namespace="…",pod="…"` for rows with labels, '' for the others."""
+    """`,container="…",namespace="…",pod="…"` for rows with labels, '' for the others.
+
+    `labels` holds JSON text, dictionary-encoded: each distinct entry is turned into label
+    text once, then taken per row.
+    """
     if labels.null_count == len(labels):
         return pl.Series("extra", [""], dtype=pl.String).extend_constant("", len(labels) - 1)
-    maps = labels if isinstance(labels, pa.MapArray) else pa.concat_arrays([labels])
-    pairs = pc.binary_join_element_wise(
-        pa.scalar(","), maps.keys, pa.scalar('="'), maps.items, pa.scalar('"'), ""
+    encoded = labels if isinstance(labels, pa.DictionaryArray) else labels.dictionary_encode()
+    suffixes = pa.array(
+        [
+            "".join(f',{key}="{value}"' for key, value in json.loads(text).items())
+            for text in encoded.dictionary.to_pylist()
+        ],
+        pa.string(),
     )
-    per_row = pa.ListArray.from_arrays(maps.offsets, pairs, mask=maps.is_null())
-    joined = pc.fill_null(pc.binary_join(per_row, ""), "")
+    joined = pc.fill_null(pc.take(suffixes, encoded.indices), "")
     return pl.Series("extra", joined)

@@ -2,7 +2,7 @@
 
     sacct --parsable2 --format=JobID,JobIDRaw,JobName,User,Account,Partition,QOS,Submit,
         Eligible,Start,End,Elapsed,State,ExitCode,DerivedExitCode,AllocNodes,AllocCPUS,
-        AllocTRES,NodeList
+        AllocTRES,ReqTRES,NodeList
 
 Times are UTC without a zone (sacct prints the cluster's local time; the simulated clusters run
 on UTC), 'Unknown' where there is none; Elapsed is [D-]HH:MM:SS; NodeList is a host list.
@@ -22,7 +22,7 @@ from warehouse import hostlist
 FIELDS = (
     "JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "Submit",
     "Eligible", "Start", "End", "Elapsed", "State", "ExitCode", "DerivedExitCode",
-    "AllocNodes", "AllocCPUS", "AllocTRES", "NodeList",
+    "AllocNodes", "AllocCPUS", "AllocTRES", "ReqTRES", "NodeList",
 )  # fmt: skip
 
 
@@ -81,6 +81,14 @@ def write_sacct(
         count += 1
         hosts = job["node_list"] or []
         mem_per_gpu = memory[hosts[0]] / 8 if hosts else 0
+        requested = tres(
+            job["cpus"],
+            job["gpus"],
+            job["gpu_type"],
+            int(mem_per_gpu * job["gpus"]) if hosts else 0,
+            job["nodes"],
+            True,
+        )
         state = job["state"] + (f" {job['state_reason']}" if job["state_reason"] else "")
         allocated = bool(hosts)
         node_text = hostlist.compress(hosts) if allocated else hostlist.NONE_ASSIGNED
@@ -93,7 +101,7 @@ def write_sacct(
             str(job["nodes"] if allocated else 0), str(job["cpus"] if allocated else 0),
             tres(job["cpus"], job["gpus"], job["gpu_type"], int(mem_per_gpu * job["gpus"]),
                  job["nodes"], True) if allocated else "",
-            node_text,
+            requested, node_text,
         )))  # fmt: skip
         for step in by_job.get(job["job_id"], []):
             step_hosts = step["node_list"] or []
@@ -105,7 +113,7 @@ def write_sacct(
                 sacct_elapsed(step["elapsed_s"]), str(step["state"]), str(step["exit_code"]),
                 "", str(step["nodes"]), str(step["cpus"]),
                 tres(step["cpus"], step["gpus"], job["gpu_type"],
-                     int(mem_per_gpu * step["gpus"]), step["nodes"], False),
+                     int(mem_per_gpu * step["gpus"]), step["nodes"], False), "",
                 node_text if step_hosts == hosts else hostlist.compress(step_hosts),
             )))  # fmt: skip
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -10,18 +10,17 @@ carries integer millijoules, so any chunking yields the same samples.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from warehouse.simulate.metrics import METRIC_INDEX, METRICS
 from warehouse.simulate.tables import TS_TYPE
 from warehouse.simulate.telemetry_plan import F32, TelemetryPlan
 
-LABELS_TYPE = pa.map_(pa.string(), pa.string())
-LABEL_KEYS = pa.array(["container", "namespace", "pod"], pa.string())
+LABELS_TYPE = pa.string()  # JSON text, as the gpu_metrics.labels column holds
 
 
 def sample_count(plan: TelemetryPlan) -> int:
@@ -198,19 +197,25 @@ def _count(events: np.ndarray, base: np.ndarray, k0: int, k1: int) -> np.ndarray
 
 
 def _labels(plan: TelemetryPlan, job: np.ndarray) -> pa.Array:
-    """Pod labels on the rows of GPUs a Kubernetes job holds; null elsewhere."""
+    """Pod labels (JSON text, one dictionary entry per job) on the rows of GPUs a Kubernetes
+    job holds; null elsewhere."""
     rows = job.size * len(METRICS)
     cells = plan.labelled[job] & plan.col_k8s
     if not cells.any():
         return pa.nulls(rows, LABELS_TYPE)
     has = np.tile(cells.ravel(), len(METRICS))
-    owners = np.tile(job.ravel()[cells.ravel()], len(METRICS)).astype(np.int64)
-    n_jobs = len(plan.job_k0)
-    offsets = np.zeros(rows + 1, dtype=np.int32)
-    np.cumsum(has * 3, out=offsets[1:])
-    picks = np.stack([owners, owners + n_jobs, owners + 2 * n_jobs], axis=1).ravel()
-    keys = pc.take(LABEL_KEYS, np.tile(np.arange(3), len(owners)))
-    items = pc.take(plan.labels, picks)
-    return pa.MapArray.from_arrays(
-        pa.array(offsets), keys, items, type=LABELS_TYPE, mask=pa.array(~has)
+    owners = np.tile(np.where(cells, job, 0).ravel(), len(METRICS)).astype(np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(owners, mask=~has), _label_json(plan))
+
+
+def _label_json(plan: TelemetryPlan) -> pa.Array:
+    """{"container": ..., "namespace": ..., "pod": ...} per job of the window."""
+    n = len(plan.job_k0)
+    text = plan.labels.to_pylist()
+    return pa.array(
+        [
+            json.dumps({"container": c, "namespace": s, "pod": p}, separators=(",", ":"))
+            for c, s, p in zip(text[:n], text[n : 2 * n], text[2 * n :], strict=True)
+        ],
+        pa.string(),
     )

@@ -26,7 +26,8 @@ def test_alibaba_node_list_with_its_own_column_names(eng: Engine, shared_data: P
     # 1,214 lines = header + 1,213 nodes (wc -l), every one readable
     assert result.rows == {"nodes": 1213} and result.rejected == 0
     first = eng.con.sql(
-        "SELECT host, gpus, gpu_model, cpu_cores, memory_gb FROM nodes WHERE host = 'openb-node-0000'"
+        "SELECT host, gpus, gpu_model, cpu_cores, memory_gb FROM nodes "
+        "WHERE host = 'openb-node-0000'"
     ).fetchall()
     assert first == [("openb-node-0000", 2, "P100", 64, 256.0)]
     models = dict(eng.con.sql("SELECT gpu_model, count(*) FROM nodes GROUP BY 1").fetchall())

@@ -48,7 +48,7 @@ def test_batches_load_into_gpu_metrics_by_name(small: SimulatedCluster) -> None:
         assert set(batch.schema.names) <= set(eng.table_schema("gpu_metrics").names)
         cur = eng.cursor()
         assert eng.insert_arrow(cur, "gpu_metrics", pa.Table.from_batches([batch])) == len(batch)
-        pods = cur.sql("SELECT count(*) FROM gpu_metrics WHERE labels['pod'] IS NOT NULL")
+        pods = cur.sql("SELECT count(*) FROM gpu_metrics WHERE labels->>'pod' IS NOT NULL")
         assert pods.fetchall()[0][0] > 0
 
 

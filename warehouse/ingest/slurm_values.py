@@ -1,0 +1,151 @@
+"""How sacct writes its values, and how to read them: polars expressions over whole columns,
+plus the few parsers (TRES, GRES) that run once per distinct string.
+
+Every expression reading a column gives NULL where the text does not parse; the reader compares
+that with the raw text to tell "empty" from "unreadable" and reject the line.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+#: Slurm's base job states (`sacct --helpformat`, `squeue` JOB STATE CODES).
+BASE_STATES = (
+    "BOOT_FAIL", "CANCELLED", "COMPLETED", "COMPLETING", "CONFIGURING", "DEADLINE", "FAILED",
+    "LAUNCH_FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "PENDING", "POWER_UP_NODE", "PREEMPTED",
+    "RECONFIG_FAIL", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "RESV_DEL_HOLD",
+    "REVOKED", "RUNNING", "SIGNALING", "SPECIAL_EXIT", "STAGE_OUT", "STOPPED", "SUSPENDED",
+    "TIMEOUT", "UPDATE_DB",
+)  # fmt: skip
+
+#: What sacct prints for a time that has not happened (or never will).
+NO_TIME = ("", "Unknown", "None", "N/A")
+
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
+
+# `123`, array task `123_4`, pending array `123_[1-5%2]`, het component `123+0`; then `.step`.
+JOB_ID = r"^(?P<job>\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?)(?:\.(?P<step>[A-Za-z0-9_+-]+))?$"
+# [D-]HH:MM:SS, MM:SS, MM:SS.mmm, HH:MM:SS.mmm
+DURATION = r"^(?:(?:(?P<d>\d+)-)?(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d+(?:\.\d+)?)$"
+# 114944K, 0.07M, 2G, 1248 (bytes)
+SIZE = r"^(?P<n>\d+(?:\.\d+)?)(?P<u>[KMGTPE]?)$"
+EXIT_CODE = r"^\d+:\d+$"
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
+_GRES_INDEX = re.compile(r"\([^)]*\)")
+
+
+def blank_to_null(raw: pl.Expr) -> pl.Expr:
+    """Text as given, '' as NULL."""
+    return pl.when(raw != "").then(raw)
+
+
+def timestamp(raw: pl.Expr, timezone: str) -> pl.Expr:
+    """sacct's `2022-02-18T17:32:41`, wall-clock time in `timezone`, as a UTC timestamp.
+
+    A wall-clock time that the zone skips (the hour clocks spring forward) reads as NULL; one
+    it repeats (falling back) as the earlier of the two instants.
+    """
+    naive = raw.str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False)
+    if timezone == "UTC":
+        return naive.dt.replace_time_zone("UTC")
+    local = naive.dt.replace_time_zone(timezone, ambiguous="earliest", non_existent="null")
+    return local.dt.convert_time_zone("UTC")
+
+
+def unreadable_time(raw: pl.Expr, parsed: pl.Expr) -> pl.Expr:
+    """True where the text is a time sacct could have printed but it did not parse."""
+    return raw.is_not_null() & ~raw.is_in(NO_TIME) & parsed.is_null()
+
+
+def duration_s(raw: pl.Expr) -> pl.Expr:
+    """`[D-]HH:MM:SS`, `MM:SS` or `MM:SS.mmm` in seconds."""
+    parts = raw.str.extract_groups(DURATION)
+    days = parts.struct.field("d").cast(pl.Float64).fill_null(0.0)
+    hours = parts.struct.field("h").cast(pl.Float64).fill_null(0.0)
+    minutes = parts.struct.field("m").cast(pl.Float64)
+    seconds = parts.struct.field("s").cast(pl.Float64)
+    return days * 86400.0 + hours * 3600.0 + minutes * 60.0 + seconds
+
+
+def size_bytes(raw: pl.Expr) -> pl.Expr:
+    """`114944K`, `0.07M`, `2G` (binary units, as Slurm prints them) in bytes."""
+    parts = raw.str.extract_groups(SIZE)
+    unit = parts.struct.field("u").replace_strict(_UNITS, default=None, return_dtype=pl.Float64)
+    return (parts.struct.field("n").cast(pl.Float64) * unit).round(0).cast(pl.Int64)
+
+
+def integer(raw: pl.Expr) -> pl.Expr:
+    """A whole number as Int32; anything else NULL."""
+    return raw.str.to_integer(strict=False).cast(pl.Int32, strict=False)
+
+
+def unreadable(raw: pl.Expr, parsed: pl.Expr) -> pl.Expr:
+    """True where the text is not empty but did not parse."""
+    return raw.is_not_null() & (raw != "") & parsed.is_null()
+
+
+def gpus_from_tres(text: str) -> tuple[int, str | None]:
+    """GPU count and type in a TRES string (AllocTRES, ReqTRES).
+
+    Slurm lists `gres/gpu=N`, and `gres/gpu:TYPE=N` per type when types are tracked, often
+    both; the untyped count is the total. A TRES without a GPU entry means no GPUs.
+
+    Raises:
+        ValueError: when a GPU count is not a whole number.
+
+    >>> gpus_from_tres("billing=64,cpu=64,gres/gpu:h100=8,mem=512G,node=1")
+    (8, 'h100')
+    >>> gpus_from_tres("cpu=8,gres/gpu=2,mem=64G")
+    (2, None)
+    >>> gpus_from_tres("cpu=16,gres/gpu=8,gres/gpu:a100=6,gres/gpu:v100=2")
+    (8, 'a100,v100')
+    >>> gpus_from_tres("cpu=4,mem=16G,node=1")
+    (0, None)
+    """
+    total: int | None = None
+    typed: dict[str, int] = {}
+    for item in text.split(","):
+        key, _, value = item.strip().partition("=")
+        if key != "gres/gpu" and not key.startswith("gres/gpu:"):
+            continue
+        if not value.isdigit():
+            raise ValueError(f"GPU count {value!r} in {item!r} is not a whole number")
+        if key == "gres/gpu":
+            total = int(value)
+        else:
+            name = key.removeprefix("gres/gpu:")
+            typed[name] = typed.get(name, 0) + int(value)
+    if total is None:
+        total = sum(typed.values())
+    return total, ",".join(sorted(typed)) or None
+
+
+def gpus_from_gres(text: str) -> tuple[int, str | None]:
+    """GPU count and type in a GRES string (AllocGRES, ReqGRES of older sacct).
+
+    Raises:
+        ValueError: when a GPU count is not a whole number.
+
+    >>> gpus_from_gres("gpu:8")
+    (8, None)
+    >>> gpus_from_gres("gpu:tesla:2(IDX:0,1),mps:100")
+    (2, 'tesla')
+    >>> gpus_from_gres("")
+    (0, None)
+    """
+    total = 0
+    types: set[str] = set()
+    for item in _GRES_INDEX.sub("", text).split(","):
+        parts = item.strip().split(":")
+        if parts[0] != "gpu":
+            continue
+        count = parts[-1] if len(parts) > 1 else "1"
+        if not count.isdigit():
+            raise ValueError(f"GPU count {count!r} in {item.strip()!r} is not a whole number")
+        total += int(count)
+        if len(parts) > 2:
+            types.add(parts[1])
+    return total, ",".join(sorted(types)) or None
