@@ -89,11 +89,15 @@ def ingest_source(
 ) -> IngestResult:
     """Ingest one source as one batch; see the module docstring."""
     started = time.perf_counter()
-    digest = sources.sha256(source.path)
     result = IngestResult(source.name, fmt.name, None)
     meaning = options_key(options)
-    if not force:
-        earlier = _earlier_batch(engine, fmt.name, digest, meaning)
+    size = source.path.stat().st_size
+    digest: str | None = None
+    # Only a file of the same size can hold the same bytes: hash first only when one was seen
+    # (then a repeat costs no parse); otherwise hash while reading, one pass over the file.
+    if force or _seen_size(engine, fmt.name, size, meaning):
+        digest = sources.sha256(source.path)
+        earlier = None if force else _earlier_batch(engine, fmt.name, digest, meaning)
         if earlier is not None:
             result.duplicate_of = earlier
             result.seconds = time.perf_counter() - started
@@ -102,11 +106,16 @@ def ingest_source(
     with engine.transaction() as cur:
         batch_id = int(cur.sql("SELECT nextval('wanka.batch_seq')").fetchall()[0][0])
         result.batch_id = batch_id
-        with sources.open_text_source(source, fmt.expected, binary=fmt.binary) as stream:
-            for chunk in fmt.read(stream, source, options, context):
+        opened = sources.open_text_source(
+            source, fmt.expected, binary=fmt.binary, hashing=digest is None
+        )
+        with opened as handle:
+            for chunk in fmt.read(handle.stream, source, options, context):
                 _store(cur, batch_id, source, chunk, result)
                 if progress:
                     progress(chunk.rows.num_rows)
+            if digest is None:
+                digest = handle.hashed.hexdigest() if handle.hashed else sources.sha256(source.path)
         if result.total_rows == 0 and result.rejected:
             reason = result.first_reject.reason if result.first_reject else "unreadable"
             where = (
@@ -133,7 +142,7 @@ def ingest_source(
                 result.rejected,
                 started_at,
                 datetime.now(UTC),  # not now(): in SQL that is when the transaction began
-                source.path.stat().st_size,
+                size,
                 meaning,
             ],
         )
@@ -156,6 +165,19 @@ def options_key(options: ReadOptions) -> str:
 
 
 DEFAULT_OPTIONS = ReadOptions()
+
+
+def _seen_size(engine: Engine, fmt: str, size: int, meaning: str) -> bool:
+    cur = engine.cursor()
+    try:
+        found = cur.execute(
+            "SELECT count(*) FROM wanka.ingest_batches "
+            "WHERE source_format = ? AND bytes = ? AND options IS NOT DISTINCT FROM ?",
+            [fmt, size, meaning],
+        ).fetchall()
+    finally:
+        cur.close()
+    return bool(found[0][0])
 
 
 def _earlier_batch(engine: Engine, fmt: str, digest: str, meaning: str) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
+import io
 import os
 import shutil
 import sys
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from warehouse.errors import UserError
 from warehouse.ingest.base import Source
@@ -78,9 +79,46 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+class HashedStream:
+    """A stream plus the `HashingReader` under it, if any."""
+
+    def __init__(self, stream: IO[bytes], hashed: HashingReader | None) -> None:
+        self.stream = stream
+        self.hashed = hashed
+
+
+class HashingReader(io.RawIOBase):
+    """A file read front to back, hashing every byte on the way (one pass instead of two)."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self.digest = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self._raw.readinto(buffer)  # type: ignore[attr-defined]
+        if n:
+            self.digest.update(memoryview(buffer)[:n])
+        return n or 0
+
+    def hexdigest(self) -> str:
+        """The hash of the whole file: what the reader left unread is read (and hashed) now."""
+        while self.read(1 << 20):
+            pass
+        return self.digest.hexdigest()
+
+
 @contextmanager
-def open_text_source(source: Source, expected: str, *, binary: bool = False) -> Iterator[IO[bytes]]:
-    """Open a source for reading, gunzipping it when it is gzip; refuse binary where text is due."""
+def open_text_source(
+    source: Source, expected: str, *, binary: bool = False, hashing: bool = False
+) -> Iterator[HashedStream]:
+    """Open a source for reading, gunzipping it when it is gzip; refuse binary where text is due.
+
+    With `hashing`, a plain (not gzip) file is read through a `HashingReader`, which the
+    caller finds as the stream's `hashed` attribute; otherwise that attribute is None.
+    """
     try:
         raw = source.path.open("rb")
     except OSError as error:
@@ -99,4 +137,8 @@ def open_text_source(source: Source, expected: str, *, binary: bool = False) -> 
                 raise UserError(f"{source.name}: broken gzip data ({error})") from None
             if b"\x00" in sample:
                 raise UserError(f"{source.name}: binary data, expected {expected}")
-        yield stream
+        hashed = None
+        if hashing and not gzipped and not binary:
+            hashed = HashingReader(raw)
+            stream = io.BufferedReader(hashed, 1 << 20)
+        yield HashedStream(stream, hashed)
