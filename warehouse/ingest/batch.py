@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -168,29 +169,25 @@ DEFAULT_OPTIONS = ReadOptions()
 
 
 def _seen_size(engine: Engine, fmt: str, size: int, meaning: str) -> bool:
-    cur = engine.cursor()
-    try:
-        found = cur.execute(
-            "SELECT count(*) FROM wanka.ingest_batches "
-            "WHERE source_format = ? AND bytes = ? AND options IS NOT DISTINCT FROM ?",
-            [fmt, size, meaning],
-        ).fetchall()
-    finally:
-        cur.close()
-    return bool(found[0][0])
+    """Whether a batch of this format and options held a file of exactly this size."""
+    return _lookup(engine, "count(*)", "bytes = ?", [fmt, size, meaning]) > 0
 
 
 def _earlier_batch(engine: Engine, fmt: str, digest: str, meaning: str) -> int | None:
+    """The batch that already holds these bytes in this format with these options."""
+    return _lookup(engine, "max(batch_id)", "content_sha256 = ?", [fmt, digest, meaning])
+
+
+def _lookup(engine: Engine, what: str, match: str, params: list[object]) -> Any:
     cur = engine.cursor()
     try:
-        found = cur.execute(
-            "SELECT max(batch_id) FROM wanka.ingest_batches "
-            "WHERE source_format = ? AND content_sha256 = ? AND options IS NOT DISTINCT FROM ?",
-            [fmt, digest, meaning],
-        ).fetchall()
+        return cur.execute(
+            f"SELECT {what} FROM wanka.ingest_batches WHERE source_format = ? AND {match} "
+            "AND options IS NOT DISTINCT FROM ?",
+            params,
+        ).fetchall()[0][0]
     finally:
         cur.close()
-    return found[0][0]
 
 
 def _store(

@@ -1,0 +1,171 @@
+"""`wanka simulate` and `wanka demo`: a synthetic cluster in files, or loaded and ready."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from service import terminal
+from service.commands.common import open_engine, parse_time, shared_data
+from warehouse.errors import UserError
+
+if TYPE_CHECKING:
+    from warehouse.simulate import SimConfig
+
+
+def _parse_start(value: str | None) -> datetime:
+    """--start, else the start of this hour (UTC)."""
+    given = parse_time("--start", value)
+    return given or datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def _simulation_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Options shared by `simulate` and `demo`: the shape of the simulated cluster."""
+    options = [
+        click.option(
+            "--gpus",
+            type=click.IntRange(min=8),
+            default=10_000,
+            show_default=True,
+            help="GPUs in the cluster (8 per host).",
+        ),
+        click.option(
+            "--hours",
+            type=click.FloatRange(min=0, min_open=True),
+            default=1.0,
+            show_default=True,
+            help="Hours of telemetry.",
+        ),
+        click.option(
+            "--interval-s",
+            type=click.FloatRange(min=0, min_open=True),
+            default=60.0,
+            show_default=True,
+            help="Seconds between samples.",
+        ),
+        click.option(
+            "--seed",
+            type=int,
+            default=0,
+            show_default=True,
+            help="Random seed: same seed, same cluster.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _sim_config(
+    gpus: int, hours: float, interval_s: float, start: datetime, seed: int, warmup_hours: float
+) -> SimConfig:
+    from warehouse.simulate import SimConfig
+
+    try:
+        return SimConfig(
+            gpus=gpus,
+            hours=hours,
+            interval_s=interval_s,
+            start=start,
+            seed=seed,
+            warmup_hours=warmup_hours,
+        )
+    except ValueError as error:
+        raise UserError(str(error)) from None
+
+
+@click.command()
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder to write the files to.",
+)
+@_simulation_options
+@click.option("--start", metavar="ISO", help="When telemetry starts [default: this hour, UTC].")
+@click.option(
+    "--warmup-hours",
+    type=click.FloatRange(min=0),
+    default=48.0,
+    show_default=True,
+    help="Hours of job history before the telemetry starts.",
+)
+def simulate(
+    out: Path,
+    gpus: int,
+    hours: float,
+    interval_s: float,
+    seed: int,
+    start: str | None,
+    warmup_hours: float,
+) -> None:
+    """Write a synthetic cluster in the real formats (DCGM text, sacct, inventory CSV, Parquet)."""
+    from warehouse.simulate import simulate_cluster, write_formats
+
+    config = _sim_config(gpus, hours, interval_s, _parse_start(start), seed, warmup_hours)
+    cluster = simulate_cluster(config)
+    with terminal.progress("writing", cluster.sample_count, cumulative=True) as done:
+        files = write_formats(cluster, out, progress=done)
+    count = sum(len(paths) for paths in files.values())
+    print(
+        f"wrote {count} files to {out}: {cluster.nodes.num_rows:,} hosts, "
+        f"{cluster.jobs.num_rows:,} jobs, {cluster.sample_count:,} telemetry samples"
+    )
+
+
+@click.command()
+@click.option("--no-serve", is_flag=True, help="Stop after building.")
+@click.option("--rebuild", is_flag=True, help="Build again even if this demo is already built.")
+@click.option(
+    "--real-data",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of real public samples to add [default: $WANKA_SHARED_DATA, else ../shared/data].",
+)
+@_simulation_options
+@click.pass_context
+def demo(
+    ctx: click.Context,
+    no_serve: bool,
+    rebuild: bool,
+    real_data: Path | None,
+    gpus: int,
+    hours: float,
+    interval_s: float,
+    seed: int,
+) -> None:
+    """Build a demo warehouse of a simulated 10,000-GPU cluster, then serve it."""
+    from warehouse.demo import DEMO_START, EXAMPLE_QUERIES, build_demo
+
+    # A fixed start, so that running the same demo again finds it already built.
+    config = _sim_config(gpus, hours, interval_s, DEMO_START, seed, 48.0)
+    with open_engine(ctx) as engine:
+        with terminal.progress("loading telemetry", None) as advance:
+            summary = build_demo(
+                engine,
+                config,
+                rebuild=rebuild,
+                real_data=real_data or shared_data(),
+                progress=advance,
+            )
+        path = engine.path
+    if summary.rebuilt:
+        print(
+            f"built the demo warehouse in {summary.seconds:.1f} s from {summary.batches} ingest "
+            f"batches: {path}"
+        )
+        if summary.real_samples:
+            print(f"  with the real public samples in {summary.real_samples}")
+    else:
+        print(f"the demo warehouse is already built: {path} (--rebuild builds it again)")
+    for table, rows in summary.rows.items():
+        print(f"  {table:<12} {rows:>12,} rows")
+    print("\nTry:")
+    for title, query in EXAMPLE_QUERIES.items():
+        flat = " ".join(query.split())
+        print(f'  # {title}\n  wanka --db {path} sql "{flat}"\n')
+    if not no_serve:
+        print("(serving over HTTP and PostgreSQL arrives with `wanka serve`; stopping after build)")

@@ -1,0 +1,44 @@
+"""What every command shares: the global options, opening the database, parsing times."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from warehouse.engine import Engine
+from warehouse.errors import UserError
+
+
+@dataclass
+class Globals:
+    """Options given before the command (`wanka --db PATH COMMAND`)."""
+
+    db: str | None
+
+
+def open_engine(ctx: click.Context, *, read_only: bool = False) -> Engine:
+    """The database the global options name, open and up to date."""
+    return Engine(ctx.obj.db, read_only=read_only)
+
+
+def parse_time(option: str, value: str | None) -> datetime | None:
+    """An ISO 8601 time given to `option`; a time without a zone is UTC."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise UserError(
+            f"{option} {value!r} is not an ISO 8601 time like 2026-11-01T00:00:00Z"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def shared_data() -> Path:
+    """`$WANKA_SHARED_DATA`, else the shared/data folder beside this checkout."""
+    found = os.environ.get("WANKA_SHARED_DATA")
+    return Path(found) if found else Path(__file__).resolve().parents[3] / "shared" / "data"

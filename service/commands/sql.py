@@ -1,0 +1,73 @@
+"""`wanka sql`: run SQL, render the result in the format asked for."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import IO
+
+import click
+import duckdb
+
+from service import render, terminal
+from service.commands.common import open_engine
+from warehouse.errors import UserError
+from warehouse.query import execute, sql_error
+
+
+@click.command()
+@click.argument("query")
+@click.option(
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(render.FORMATS),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write to FILE instead of stdout.",
+)
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="Rows shown by --format table.",
+)
+@click.pass_context
+def sql(ctx: click.Context, query: str, fmt: str, output: Path | None, max_rows: int) -> None:
+    """Run SQL against the warehouse and print the result. QUERY '-' reads it from stdin."""
+    text = sys.stdin.read() if query == "-" else query
+    if fmt in render.BINARY_FORMATS and output is None and sys.stdout.isatty():
+        raise UserError(f"--format {fmt} is binary: pass --output FILE or pipe it")
+    with open_engine(ctx) as engine:
+        cur = engine.cursor()
+        reader = execute(cur, text)
+        try:
+            if fmt == "table" and output is None:
+                terminal.print_table(reader, max_rows=max_rows)
+                return
+            writer = render.WRITERS["csv" if fmt == "table" else fmt]
+            if output is None:
+                writer(reader, sys.stdout.buffer)
+                sys.stdout.buffer.flush()
+            else:
+                with _create(output) as handle:
+                    writer(reader, handle)
+        except duckdb.Error as error:  # raised while streaming rows
+            raise sql_error(error) from None
+        finally:
+            reader.close()
+            cur.close()
+
+
+def _create(path: Path) -> IO[bytes]:
+    try:
+        return path.open("wb")
+    except OSError as error:
+        raise UserError(f"cannot write {path}: {error.strerror}") from None
