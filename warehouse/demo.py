@@ -43,9 +43,15 @@ SELECT state, count(*) AS jobs,
        round(sum(gpus * coalesce(elapsed_s, 0)) / 3600) AS gpu_hours
 FROM jobs GROUP BY state ORDER BY gpu_hours DESC""",
     "Hosts whose compute NIC is limited by its PCIe slot": """
-SELECT n.host, n.nic_model, k.line_rate_gbps, n.pcie_gen
-FROM nodes n JOIN nic_models k ON k.model = n.nic_model
-WHERE k.pcie_gen > n.pcie_gen LIMIT 10""",
+WITH links AS (
+  SELECT n.cluster, n.nic_model, n.pcie_gen, n.host,
+         nic_gbs(k.line_rate_gbps) AS nic_gbs,
+         nic_effective_gbs(k.line_rate_gbps, n.pcie_gen, n.pcie_lanes) AS effective_gbs,
+         nic_bottleneck(k.line_rate_gbps, n.pcie_gen, n.pcie_lanes) AS bottleneck
+  FROM nodes n JOIN nic_models k ON k.model = n.nic_model)
+SELECT cluster, nic_model, pcie_gen, bottleneck, count(*) AS hosts, any_value(nic_gbs) AS nic_gbs,
+       round(any_value(effective_gbs), 2) AS effective_gbs
+FROM links GROUP BY ALL ORDER BY any_value(effective_gbs / nic_gbs), hosts DESC LIMIT 10""",
 }
 
 
