@@ -226,8 +226,15 @@ def last_per_key(rows: pa.Table, keys: tuple[str, ...]) -> pa.Table:
     >>> last_per_key(pa.table({"k": ["a", "b", "a"], "v": [1, 2, 3]}), ("k",)).to_pydict()
     {'k': ['b', 'a'], 'v': [2, 3]}
     """
-    if pa.compute.count_distinct(rows[keys[0]], mode="all").as_py() == rows.num_rows:
-        return rows  # the first key alone is unique: the usual case, and cheap to see
+    import polars as pl  # here only: the check below is its one use
+
+    key_rows = pl.from_arrow(rows.select(list(keys)), rechunk=False)
+    assert isinstance(key_rows, pl.DataFrame)
+    # Distinct hashes mean distinct keys: the usual case, seen in one hashing pass. Equal hashes
+    # (a repeat, or a collision) take the exact way below.
+    distinct = key_rows.to_series() if len(keys) == 1 else key_rows.hash_rows()
+    if distinct.n_unique() == rows.num_rows:
+        return rows
     numbered = rows.append_column("_wanka_row", pa.array(np.arange(rows.num_rows)))
     last = numbered.group_by(list(keys), use_threads=False).aggregate([("_wanka_row", "max")])
     if last.num_rows == rows.num_rows:

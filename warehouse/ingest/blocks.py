@@ -56,13 +56,15 @@ def _whole_lines(stream: IO[bytes], block_bytes: int) -> Iterator[bytes]:
         if first:
             data = data.removeprefix(_BOM)
             first = False
-        data = carry + data if carry else data
         cut = data.rfind(b"\n")
         if cut < 0:
-            carry = data
+            carry += data
             continue
+        # One copy of the block at most: the carried start of a line joined to the whole lines.
+        whole = memoryview(data)[: cut + 1]
+        block = b"".join((carry, whole)) if carry or cut + 1 < len(data) else data
         carry = data[cut + 1 :]
-        yield data[: cut + 1]
+        yield block
     if carry:
         yield carry
 
@@ -104,7 +106,9 @@ class DistinctParser:
 
     `parse` returns one value per `schema` column, or raises ValueError, whose message lands in
     the extra column `error` (the outputs are then NULL). Results are kept across blocks, up to
-    `limit` distinct strings (then forgotten, so memory stays bounded).
+    `limit` distinct strings (then forgotten, so memory stays bounded). `bulk`, when given, parses
+    the strings it can in one go, as polars expressions: it returns a frame of `_key` and the
+    `schema` columns for those, and `parse` runs on the rest; both must agree where both apply.
 
     >>> numbers = DistinctParser(lambda v: (int(v),), {"n": pl.Int64})
     >>> numbers(pl.Series(["2", "x", None, "2"])).rows()
@@ -119,8 +123,10 @@ class DistinctParser:
         parse: Callable[[str], tuple[Any, ...]],
         schema: dict[str, pl.DataType | type[pl.DataType]],
         limit: int = 250_000,
+        bulk: Callable[[pl.Series], pl.DataFrame] | None = None,
     ) -> None:
         self._parse = parse
+        self._bulk = bulk
         self._schema: dict[str, pl.DataType | type[pl.DataType]] = {**schema, "error": pl.String}
         self._limit = limit
         self._known = self._parsed(pl.Series("_key", [], pl.String))
@@ -145,6 +151,14 @@ class DistinctParser:
         return pl.DataFrame(schema=self._schema).clear(rows)
 
     def _parsed(self, keys: pl.Series) -> pl.DataFrame:
+        if self._bulk is None or not keys.len():
+            return self._parsed_one_by_one(keys)
+        done = self._bulk(keys).with_columns(error=pl.lit(None, pl.String))
+        done = done.select("_key", *(pl.col(n).cast(t) for n, t in self._schema.items()))
+        rest = keys.filter(~keys.is_in(done.get_column("_key").implode()))
+        return pl.concat([done, self._parsed_one_by_one(rest)]) if rest.len() else done
+
+    def _parsed_one_by_one(self, keys: pl.Series) -> pl.DataFrame:
         columns: list[list[Any]] = [[] for _ in self._schema]
         nothing = (None,) * (len(self._schema) - 1)
         for key in keys.to_list():

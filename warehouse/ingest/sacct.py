@@ -88,7 +88,9 @@ class _Reader:
         self.gres = blocks.DistinctParser(
             sv.gpus_from_gres, {"gres_gpus": pl.Int32, "gres_type": pl.String}
         )
-        self.hosts = blocks.DistinctParser(_node_list, {"node_list": pl.List(pl.String)})
+        self.hosts = blocks.DistinctParser(
+            _node_list, {"node_list": pl.List(pl.String)}, bulk=sv.node_lists
+        )
 
     def read(self, lines: pl.DataFrame) -> Iterator[Parsed]:
         if self.layout.header is not None:
@@ -106,7 +108,7 @@ class _Reader:
             rejects = sorted(rejects + blocks.rejects_of(bad, named), key=lambda r: r.line or 0)
             typed = typed.filter(~bad_rows)
         # The same job twice in one dump (requeued, or `--duplicates`): the last line is latest.
-        if typed.get_column("raw_job_id").is_duplicated().any():
+        if typed.get_column("raw_job_id").n_unique() < typed.height:
             typed = typed.filter(pl.col("raw_job_id").is_last_distinct())
         is_step = typed.get_column("step_id").is_not_null()
         jobs = typed.select(*JOB_COLUMNS[:1], pl.col("name").alias("job_name"), *JOB_COLUMNS[2:])
@@ -179,11 +181,11 @@ def _raw(index: dict[str, int]) -> dict[str, pl.Expr]:
 
 def _typed(raw: pl.DataFrame, r: dict[str, pl.Expr], options: ReadOptions, tz: str) -> pl.DataFrame:
     """The table columns, from the raw text of each role (`r`) and the parsed lookups."""
-    job_id = r["job_id"].str.extract_groups(sv.JOB_ID)
-    state = r["state"].str.strip_chars().str.splitn(" ", 2)
+    job_id, step_id = sv.job_and_step(r["job_id"])
+    state, state_reason = sv.state_and_reason(r["state"])
     return raw.with_columns(
-        job_id=job_id.struct.field("job"),
-        step_id=job_id.struct.field("step"),
+        job_id=job_id,
+        step_id=step_id,
         name=sv.blank_to_null(r["name"]),
         user=sv.blank_to_null(r["user"]),
         account=sv.blank_to_null(r["account"]),
@@ -194,8 +196,8 @@ def _typed(raw: pl.DataFrame, r: dict[str, pl.Expr], options: ReadOptions, tz: s
         elapsed_s=pl.coalesce(
             sv.duration_s(r["elapsed"]), r["elapsed_raw"].str.to_integer(strict=False)
         ),
-        state=sv.blank_to_null(state.struct.field("field_0").str.to_uppercase()),
-        state_reason=sv.blank_to_null(state.struct.field("field_1").str.strip_chars()),
+        state=state,
+        state_reason=state_reason,
         exit_code=sv.blank_to_null(r["exit_code"]),
         derived_exit_code=sv.blank_to_null(r["derived_exit_code"]),
         nodes=sv.integer(r["nodes"]),

@@ -32,6 +32,9 @@ DURATION = r"^(?:(?:(?P<d>\d+)-)?(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d+(?:\.\d+)?)$"
 # 114944K, 0.07M, 2G, 1248 (bytes)
 SIZE = r"^(?P<n>\d+(?:\.\d+)?)(?P<u>[KMGTPE]?)$"
 EXIT_CODE = r"^\d+:\d+$"
+# The usual shapes of the above, ASCII only: read without capture groups (see their readers).
+_CLOCK = r"^(?:[0-9]{1,9}-)?[0-9][0-9]:[0-9][0-9]:[0-9][0-9]$"
+_PLAIN_JOB_ID = r"^[0-9]+(?:_[0-9]+)?(?:\.[A-Za-z0-9_+-]+)?$"
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
 _GRES_INDEX = re.compile(r"\([^)]*\)")
@@ -48,9 +51,10 @@ def timestamp(raw: pl.Expr, timezone: str) -> pl.Expr:
     A wall-clock time that the zone skips (the hour clocks spring forward) reads as NULL; one
     it repeats (falling back) as the earlier of the two instants.
     """
-    naive = raw.str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False)
+    # No cache: nearly every time in a dump is distinct, so caching them costs more than it saves.
     if timezone == "UTC":
-        return naive.dt.replace_time_zone("UTC")
+        return raw.str.strptime(pl.Datetime("us", "UTC"), TIME_FORMAT, strict=False, cache=False)
+    naive = raw.str.strptime(pl.Datetime("us"), TIME_FORMAT, strict=False, cache=False)
     local = naive.dt.replace_time_zone(timezone, ambiguous="earliest", non_existent="null")
     return local.dt.convert_time_zone("UTC")
 
@@ -61,13 +65,54 @@ def unreadable_time(raw: pl.Expr, parsed: pl.Expr) -> pl.Expr:
 
 
 def duration_s(raw: pl.Expr) -> pl.Expr:
-    """`[D-]HH:MM:SS`, `MM:SS` or `MM:SS.mmm` in seconds."""
-    parts = raw.str.extract_groups(DURATION)
+    """`[D-]HH:MM:SS`, `MM:SS` or `MM:SS.mmm` in seconds.
+
+    The usual `[D-]HH:MM:SS` is read by position; the regular expression runs only on the rest.
+    """
+    fast = raw.str.contains(_CLOCK)
+
+    def digits(text: pl.Expr) -> pl.Expr:
+        return text.str.to_integer(strict=False)
+
+    clock = (
+        digits(raw.str.head(-9)).fill_null(0) * 86400
+        + digits(raw.str.slice(-8, 2)) * 3600
+        + digits(raw.str.slice(-5, 2)) * 60
+        + digits(raw.str.slice(-2, 2))
+    )
+    parts = pl.when(~fast).then(raw).str.extract_groups(DURATION)
     days = parts.struct.field("d").cast(pl.Float64).fill_null(0.0)
     hours = parts.struct.field("h").cast(pl.Float64).fill_null(0.0)
     minutes = parts.struct.field("m").cast(pl.Float64)
     seconds = parts.struct.field("s").cast(pl.Float64)
-    return days * 86400.0 + hours * 3600.0 + minutes * 60.0 + seconds
+    other = days * 86400.0 + hours * 3600.0 + minutes * 60.0 + seconds
+    return pl.when(fast).then(clock.cast(pl.Float64)).otherwise(other)
+
+
+def job_and_step(raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """The job and step parts of a JobID (step NULL for a job; both NULL if not a job id).
+
+    Plain ids (`123`, `123_4`, `123.batch`) are split at the dot; the regular expression runs
+    only on the rest (pending arrays, het components).
+    """
+    fast = raw.str.contains(_PLAIN_JOB_ID)
+    split = raw.str.splitn(".", 2)
+    parts = pl.when(~fast).then(raw).str.extract_groups(JOB_ID)
+    job = pl.when(fast).then(split.struct.field("field_0")).otherwise(parts.struct.field("job"))
+    step = pl.when(fast).then(split.struct.field("field_1")).otherwise(parts.struct.field("step"))
+    return job, step
+
+
+def state_and_reason(raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """`CANCELLED by 123` → (`CANCELLED`, `by 123`); '' → NULL.
+
+    A bare base state, the usual text, passes as it is; the rest is trimmed, split, uppercased.
+    """
+    plain = raw.is_in(BASE_STATES)
+    split = pl.when(~plain).then(raw).str.strip_chars().str.splitn(" ", 2)
+    state = blank_to_null(split.struct.field("field_0").str.to_uppercase())
+    reason = blank_to_null(split.struct.field("field_1").str.strip_chars())
+    return pl.when(plain).then(raw).otherwise(state), pl.when(~plain).then(reason)
 
 
 def size_bytes(raw: pl.Expr) -> pl.Expr:
@@ -85,6 +130,39 @@ def integer(raw: pl.Expr) -> pl.Expr:
 def unreadable(raw: pl.Expr, parsed: pl.Expr) -> pl.Expr:
     """True where the text is not empty but did not parse."""
     return raw.is_not_null() & (raw != "") & parsed.is_null()
+
+
+# One host, or one bracketed range of one prefix (`gpu0007`, `gpu[0007-0010]`): most NodeLists.
+_ONE_HOST = r"^[^\[\],\s]+$"
+_ONE_RANGE = r"^(?P<prefix>[^\[\],\s]*)\[(?P<low>[0-9]{1,9})-(?P<high>[0-9]{1,9})\]$"
+
+
+def node_lists(keys: pl.Series) -> pl.DataFrame:
+    """Host names of the NodeLists of one host or one range (`_key`, `node_list`), read in polars;
+    the others (several items, several ranges, `None assigned`) are left to `hostlist.expand`.
+
+    >>> node_lists(pl.Series(["gpu7", "n[08-10]", "a,b", "n[3-1]"])).rows()
+    [('gpu7', ['gpu7']), ('n[08-10]', ['n08', 'n09', 'n10'])]
+    """
+    key = pl.col("_key")
+    frame = keys.alias("_key").to_frame()
+    one = frame.filter(key.str.contains(_ONE_HOST)).select("_key", node_list=pl.concat_list(key))
+    parts = key.str.extract_groups(_ONE_RANGE)
+    ranges = frame.select(
+        "_key",
+        parts.struct.field("prefix"),
+        parts.struct.field("low").str.len_bytes().alias("width"),
+        parts.struct.field("low").str.to_integer(strict=False).alias("low"),
+        parts.struct.field("high").str.to_integer(strict=False).alias("high"),
+    ).filter(pl.col("low") <= pl.col("high"))  # a reversed range is an error: left to Python
+    hosts = (
+        ranges.select("_key", "prefix", "width", n=pl.int_ranges("low", pl.col("high") + 1))
+        .explode("n")
+        .select("_key", pl.col("prefix") + pl.col("n").cast(pl.String).str.zfill(pl.col("width")))
+        .group_by("_key", maintain_order=True)
+        .agg(node_list="prefix")
+    )
+    return pl.concat([one, hosts])
 
 
 def gpus_from_tres(text: str) -> tuple[int, str | None]:
