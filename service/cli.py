@@ -14,6 +14,7 @@ import duckdb
 from service.commands.cluster import demo, simulate
 from service.commands.common import Globals
 from service.commands.ingest import ingest
+from service.commands.refresh import refresh
 from service.commands.sql import sql
 from warehouse.errors import WankaError
 from warehouse.query import one_line, sql_error
@@ -34,7 +35,7 @@ def app(ctx: click.Context, db: str | None) -> None:
     ctx.obj = Globals(db=db)
 
 
-for command in (sql, ingest, simulate, demo):
+for command in (sql, ingest, refresh, simulate, demo):
     app.add_command(command)
 
 

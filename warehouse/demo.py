@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from warehouse.dynamic.shipped import install_shipped
 from warehouse.engine import Engine
 from warehouse.ingest import ReadOptions, ingest
 from warehouse.simulate import SimConfig, simulate_cluster, write_formats
@@ -168,6 +169,7 @@ def build_demo(
             "INSERT OR REPLACE INTO wanka.settings VALUES ('demo_config', ?, now())",
             [json.dumps(wanted, sort_keys=True)],
         )
+    install_shipped(engine, refresh_existing=True)  # the shipped dynamic tables, fresh
     summary.rows = _row_counts(engine)
     summary.seconds = time.perf_counter() - started
     return summary

@@ -56,6 +56,11 @@ def execute(
     Earlier statements run for their effect; parameters bind to the last one. The reader must be
     drained or closed before the cursor runs anything else.
     """
+    from warehouse.dynamic import statements as dynamic  # imports this module
+
+    script = dynamic.split(sql)
+    if script is not None:
+        return _execute_script(cur, script, params, batch_rows)
     try:
         statements = cur.extract_statements(sql)
     except duckdb.Error as error:
@@ -73,3 +78,29 @@ def execute(
         return relation.to_arrow_reader(batch_rows)
     except duckdb.Error as error:
         raise sql_error(error) from None
+
+
+def _execute_script(
+    cur: duckdb.DuckDBPyConnection,
+    script: list[Any],
+    params: Sequence[Any] | dict[str, Any] | None,
+    batch_rows: int,
+) -> pa.RecordBatchReader:
+    """Run a script holding DYNAMIC TABLE statements, one statement at a time."""
+    from warehouse.dynamic import statements as dynamic
+
+    for i, statement in enumerate(script):
+        last = i == len(script) - 1
+        if statement.verb is None:
+            reader = execute(cur, statement.text, params if last else None, batch_rows=batch_rows)
+            if last:
+                return reader
+            reader.read_all()
+            continue
+        try:
+            table = dynamic.run(cur, statement)
+        except duckdb.Error as error:
+            raise sql_error(error) from None
+        if last:
+            return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+    raise UserError("no SQL statement given")

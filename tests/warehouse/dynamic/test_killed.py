@@ -1,0 +1,62 @@
+"""A refresh killed inside its transaction leaves the previous state; the next one catches up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from warehouse.engine import Engine
+from warehouse.query import execute
+
+ROLLUP = (
+    "SELECT time_bucket(INTERVAL '1 hour', ts) AS hour, host, avg(value) AS a, count(*) AS n "
+    "FROM gpu_metrics GROUP BY ALL"
+)
+SEED = (
+    "INSERT INTO gpu_metrics (ts, host, metric, value) SELECT TIMESTAMPTZ '2026-11-01' "
+    "+ i * INTERVAL 7 MINUTE, 'h' || i % {hosts}, 'U', i FROM range(60) t(i)"
+)
+
+KILLER = textwrap.dedent(
+    """
+    import os, signal, sys
+    from warehouse.engine import Engine
+    from warehouse.dynamic import refresh as module
+    real = module._incremental
+
+    def apply_then_die(cur, dt, high):
+        real(cur, dt, high)  # the delta is written, the transaction still open
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    module._incremental = apply_then_die
+    engine = Engine(sys.argv[1])
+    module.refresh(engine.cursor(), "hh")
+    """
+)
+
+
+def snapshot(eng: Engine, sql: str) -> list[tuple[object, ...]]:
+    return sorted(eng.con.sql(sql).fetchall(), key=repr)
+
+
+def test_killed_refresh_leaves_previous_state(db_path: Path) -> None:
+    with Engine(str(db_path)) as eng:
+        eng.con.execute(SEED.format(hosts=3))
+        cur = eng.cursor()
+        execute(cur, f"CREATE DYNAMIC TABLE hh WITH (freshness = '1 hour') AS {ROLLUP}").read_all()
+        cur.close()
+        eng.con.execute(SEED.format(hosts=5))
+        before = snapshot(eng, "SELECT * FROM hh")
+        info = eng.con.sql("SELECT watermark FROM wanka.dynamic_tables").fetchall()
+    done = subprocess.run([sys.executable, "-c", KILLER, str(db_path)], timeout=120)
+    assert done.returncode == -9
+    with Engine(str(db_path)) as eng:
+        assert snapshot(eng, "SELECT * FROM hh") == before
+        assert eng.con.sql("SELECT watermark FROM wanka.dynamic_tables").fetchall() == info
+        cur = eng.cursor()
+        out = execute(cur, "REFRESH DYNAMIC TABLE hh").read_all().to_pylist()
+        cur.close()
+        assert out[0]["refresh_mode"] == "incremental"
+        assert snapshot(eng, "SELECT * FROM hh") == snapshot(eng, ROLLUP)

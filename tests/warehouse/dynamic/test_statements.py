@@ -1,0 +1,166 @@
+"""DYNAMIC TABLE statements through the one query path and the `wanka` command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_wanka
+from warehouse.dynamic.shipped import install_shipped
+from warehouse.engine import Engine
+from warehouse.errors import UserError
+from warehouse.query import execute
+
+ROLLUP = (
+    "SELECT time_bucket(INTERVAL '1 hour', ts) AS hour, host, avg(value) AS a, "
+    "count(*) AS n FROM gpu_metrics GROUP BY ALL"
+)
+SEED = (
+    "INSERT INTO gpu_metrics (ts, host, metric, value) SELECT TIMESTAMPTZ '2026-11-01' "
+    "+ i * INTERVAL 7 MINUTE, 'h' || i % 3, 'U', i FROM range(40) t(i)"
+)
+
+
+def rows(eng: Engine, sql: str) -> list[dict[str, object]]:
+    cur = eng.cursor()
+    try:
+        return execute(cur, sql).read_all().to_pylist()
+    finally:
+        cur.close()
+
+
+@pytest.fixture
+def eng(db_path: Path) -> Engine:
+    engine = Engine(str(db_path))
+    engine.con.execute(SEED)
+    return engine
+
+
+def test_create_refresh_alter_drop(eng: Engine) -> None:
+    made = rows(eng, f"CREATE DYNAMIC TABLE hh WITH (freshness = '5 minutes') AS {ROLLUP}")
+    assert made[0]["status"] == "created" and made[0]["refresh_mode"] == "aggregate"
+    assert rows(eng, "SELECT count(*) AS n FROM hh") == rows(
+        eng, f"SELECT count(*) AS n FROM ({ROLLUP})"
+    )
+    eng.con.execute(SEED)
+    done = rows(eng, "REFRESH DYNAMIC TABLE hh")[0]
+    assert done["refresh_mode"] == "incremental" and done["rows_inserted"] > 0
+    assert rows(eng, f"SELECT * FROM hh EXCEPT {ROLLUP}") == []
+    assert rows(eng, "REFRESH DYNAMIC TABLE hh FULL")[0]["refresh_mode"] == "full"
+    assert rows(eng, "REFRESH DYNAMIC TABLE hh")[0]["refresh_mode"] == "no_data"
+    rows(eng, "ALTER DYNAMIC TABLE hh SET (freshness = '1 hour')")
+    info = rows(eng, "SELECT freshness, resolved_mode, watermark FROM wanka.dynamic_tables")
+    assert info[0]["freshness"] == "1 hour" and info[0]["resolved_mode"] == "aggregate"
+    history = rows(eng, "SELECT refresh_mode, state FROM wanka.refresh_history ORDER BY started_at")
+    assert [h["refresh_mode"] for h in history] == ["full", "incremental", "full", "no_data"]
+    assert {h["state"] for h in history} == {"succeeded"}
+    assert rows(eng, "DROP DYNAMIC TABLE hh")[0]["status"] == "dropped"
+    assert rows(eng, "SELECT count(*) AS n FROM wanka.dynamic_tables") == [{"n": 0}]
+    with pytest.raises(UserError, match="no dynamic table named hh"):
+        rows(eng, "REFRESH DYNAMIC TABLE hh")
+
+
+def test_a_script_mixes_dynamic_and_plain_statements(eng: Engine) -> None:
+    out = rows(
+        eng,
+        "CREATE DYNAMIC TABLE a WITH (freshness = '1 minute') AS SELECT host, value FROM "
+        "gpu_metrics WHERE value > 10; SELECT count(*) AS n FROM a",
+    )
+    assert out == [{"n": 29}]
+
+
+def test_update_or_delete_falls_back_to_full_with_the_reason(eng: Engine) -> None:
+    rows(eng, f"CREATE DYNAMIC TABLE hh WITH (freshness = '5 minutes') AS {ROLLUP}")
+    eng.con.execute("UPDATE gpu_metrics SET value = value + 1 WHERE host = 'h1'")
+    done = rows(eng, "REFRESH DYNAMIC TABLE hh")[0]
+    assert done["refresh_mode"] == "full" and "update of 13 rows on gpu_metrics" in done["reason"]
+    assert rows(eng, f"SELECT * FROM hh EXCEPT {ROLLUP}") == []
+
+
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [
+        (
+            "SELECT host, count(DISTINCT gpu) AS g FROM gpu_metrics GROUP BY host",
+            "not decomposable",
+        ),
+        ("SELECT host, now() AS t FROM gpu_metrics", "now() is not deterministic"),
+        ("SELECT host, random() AS r FROM gpu_metrics", "random() is not deterministic"),
+    ],
+)
+def test_incremental_is_refused_and_auto_goes_full(eng: Engine, query: str, reason: str) -> None:
+    with pytest.raises(UserError, match="refresh_mode = 'incremental' is refused for x: "):
+        rows(
+            eng,
+            "CREATE DYNAMIC TABLE x WITH (freshness = '1 hour', refresh_mode = 'incremental') "
+            f"AS {query}",
+        )
+    made = rows(eng, f"CREATE DYNAMIC TABLE x WITH (freshness = '1 hour') AS {query}")[0]
+    assert made["refresh_mode"] == "full" and reason in made["reason"]
+    recorded = rows(
+        eng,
+        "SELECT refresh_mode, resolved_mode, refresh_mode_reason AS r FROM wanka.dynamic_tables",
+    )
+    assert recorded[0]["refresh_mode"] == "auto" and reason in recorded[0]["r"]
+
+
+@pytest.mark.parametrize(
+    ("props", "named"),
+    [
+        ("freshness = 'soon'", "freshness"),
+        ("freshness = '1 hour', refresh_mode = 'sometimes'", "refresh_mode"),
+        ("freshness = '1 hour', colour = 'red'", "colour"),
+    ],
+)
+def test_bad_properties_name_the_property(eng: Engine, props: str, named: str) -> None:
+    with pytest.raises(UserError, match=named):
+        rows(eng, f"CREATE DYNAMIC TABLE x WITH ({props}) AS SELECT host FROM gpu_metrics")
+
+
+def test_failed_refresh_is_recorded(eng: Engine) -> None:
+    rows(
+        eng,
+        "CREATE DYNAMIC TABLE x WITH (freshness = '1 hour') AS SELECT host, value FROM gpu_metrics",
+    )
+    eng.con.execute("ALTER TABLE x ADD COLUMN extra INTEGER NOT NULL DEFAULT 1")
+    eng.con.execute("ALTER TABLE x ALTER COLUMN extra DROP DEFAULT")
+    eng.con.execute(SEED)
+    with pytest.raises(Exception, match="refresh of dynamic table x failed"):
+        rows(eng, "REFRESH DYNAMIC TABLE x")
+    assert rows(eng, "SELECT state FROM wanka.dynamic_tables") == [{"state": "failed"}]
+    last = rows(
+        eng, "SELECT state, error FROM wanka.refresh_history ORDER BY started_at DESC LIMIT 1"
+    )
+    assert last[0]["state"] == "failed" and last[0]["error"]
+
+
+def test_shipped_definitions_install(eng: Engine) -> None:
+    assert install_shipped(eng) == ["gpu_hourly_host", "job_gpu_hours_daily"]
+    assert install_shipped(eng) == []
+    modes = rows(eng, "SELECT name, resolved_mode FROM wanka.dynamic_tables ORDER BY name")
+    assert {m["resolved_mode"] for m in modes} == {"aggregate"}
+
+
+def test_cli_sql_and_refresh(db_path: Path) -> None:
+    Engine(str(db_path)).close()
+    db = ["--db", str(db_path)]
+    create = run_wanka(
+        *db,
+        "sql",
+        f"CREATE DYNAMIC TABLE hh WITH (freshness = '1 second') AS {ROLLUP}",
+        "--format",
+        "json",
+    )
+    assert create.returncode == 0, create.stderr
+    assert json.loads(create.stdout)[0]["status"] == "created"
+    assert run_wanka(*db, "sql", SEED).returncode == 0
+    done = run_wanka(*db, "refresh", "hh")
+    assert done.returncode == 0, done.stderr
+    assert "incremental" in done.stdout
+    assert run_wanka(*db, "refresh", "--full").returncode == 0
+    bad = run_wanka(*db, "refresh", "nope")
+    assert bad.returncode == 2 and "no dynamic table named nope" in bad.stderr
+    refused = run_wanka(*db, "sql", "CREATE DYNAMIC TABLE y WITH (freshness = 'soon') AS SELECT 1")
+    assert refused.returncode == 2 and "freshness" in refused.stderr

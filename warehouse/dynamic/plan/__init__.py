@@ -1,0 +1,114 @@
+"""The incremental planner: a defining SELECT in, a refresh strategy with its SQL out.
+
+Like sqlglot's optimizer it is a short pipeline of named steps over a sqlglot tree, each in its
+own module with golden tests: normalize (GROUP BY as expressions) → shape (append, aggregate or
+full, with the reason) → determinism (DuckDB function stability) → delta / aggregate / merge
+(the SQL each refresh runs, with `$lo`/`$hi` binding the window of new batch ids).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import cast
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+
+from warehouse.dynamic.plan.aggregate import plan_aggregate
+from warehouse.dynamic.plan.delta import restrict_to_delta
+from warehouse.dynamic.plan.determinism import nondeterminism_reason
+from warehouse.dynamic.plan.merge import merge_sql
+from warehouse.dynamic.plan.normalize import normalize_group_by
+from warehouse.dynamic.plan.shape import classify, source_tables
+
+#: Base tables whose inserts carry batch ids and whose updates/deletes are logged (0005).
+TRACKED = frozenset(
+    {
+        "sites",
+        "clusters",
+        "nodes",
+        "gpu_metrics",
+        "jobs",
+        "job_steps",
+        "job_events",
+        "pods",
+        "nccl_results",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a dynamic table is refreshed. `kind` is 'append', 'aggregate' or 'full'."""
+
+    kind: str
+    reason: str | None
+    sources: list[str]
+    query: str
+    delta_sql: str | None = None  # append: the query over new rows only
+    state_sql: str | None = None  # aggregate: the state over all rows
+    merge_sql: str | None = None  # aggregate: fold the delta into the state
+    visible_sql: str | None = None  # aggregate: the touched groups' rows, from the state
+    key_positions: list[int] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def state_table(name: str) -> exp.Table:
+    """`wanka."dt_<name>_state"`, where an aggregate plan keeps its per-group state."""
+    return exp.Table(
+        this=exp.to_identifier(f"dt_{name}_state", quoted=True), db=exp.to_identifier("wanka")
+    )
+
+
+def plan_query(
+    select: exp.Expression,
+    name: str,
+    con: duckdb.DuckDBPyConnection | None = None,
+    dynamic: frozenset[str] = frozenset(),
+    *,
+    mode: str = "auto",
+) -> Plan:
+    """Plan `select` for dynamic table `name`; `con` resolves function stability."""
+    if isinstance(select, exp.Select):
+        select = normalize_group_by(select)
+    query = select.sql("duckdb")
+    sources = source_tables(select)
+    if mode == "full":
+        return Plan("full", "refresh_mode = 'full' was asked for", sources, query)
+    if not isinstance(select, exp.Select):
+        set_op = "set operations (UNION, EXCEPT, INTERSECT) are refreshed fully for now"
+        return Plan("full", set_op, sources, query)
+    kind, reason = classify(select, TRACKED, dynamic)
+    reason_text: str | None = reason
+    if kind != "full" and con is not None:
+        found = nondeterminism_reason(select, con)
+        if found:
+            kind, reason_text = "full", found
+    if kind == "append":
+        return Plan(kind, None, sources, query, delta_sql=restrict_to_delta(select).sql("duckdb"))
+    if kind == "aggregate":
+        table = state_table(name)
+        agg = plan_aggregate(select, table)
+        if -1 in agg.key_positions:
+            keys = "every GROUP BY key must be a column of the result to rewrite its rows"
+            return Plan("full", keys, sources, query)
+        return Plan(
+            kind,
+            None,
+            sources,
+            query,
+            delta_sql=agg.delta_sql,
+            state_sql=agg.state_sql,
+            merge_sql=merge_sql(agg, table),
+            visible_sql=agg.visible_sql,
+            key_positions=agg.key_positions,
+        )
+    return Plan("full", reason_text, sources, query)
+
+
+def parse_select(text: str) -> exp.Expression:
+    """Parse a defining query in DuckDB's dialect."""
+    return cast(exp.Expression, sqlglot.parse_one(text, read="duckdb"))

@@ -1,0 +1,93 @@
+"""Planner step: which refresh strategy a query's shape allows, and why not when it doesn't.
+
+Returns ('append' | 'aggregate', None) for shapes the incremental strategies maintain, else
+('full', reason) with a reason meant for the person who wrote the query.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+#: Aggregates whose value over old + new rows follows from their values over each part.
+DECOMPOSABLE = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
+
+
+def source_tables(select: exp.Expression) -> list[str]:
+    """Tables the query reads (CTE names excluded), in order of appearance, lower-cased.
+
+    >>> import sqlglot
+    >>> source_tables(sqlglot.parse_one("SELECT * FROM a JOIN main.b USING (x)"))
+    ['a', 'b']
+    """
+    ctes = {c.alias_or_name.lower() for c in select.find_all(exp.CTE)}
+    found: list[str] = []
+    for table in select.find_all(exp.Table):
+        name = table.name.lower()
+        if name and name not in ctes and name not in found:
+            found.append(name)
+    return found
+
+
+def classify(
+    select: exp.Select, tracked: frozenset[str], dynamic: frozenset[str]
+) -> tuple[str, str | None]:
+    """The strategy for `select` (GROUP BY already normalised) and the reason when it is full."""
+    sources = source_tables(select)
+    reason = _source_reason(select, sources, tracked, dynamic) or _clause_reason(select)
+    if reason:
+        return "full", reason
+    windows = list(select.find_all(exp.Window))
+    if windows:
+        if any(not w.args.get("partition_by") for w in windows):
+            return "full", "a window function without PARTITION BY depends on every row"
+        return "full", "window functions are refreshed fully for now"
+    aggregates = [a for a in select.find_all(exp.AggFunc)]
+    if not aggregates and not select.args.get("group"):
+        return "append", None
+    for agg in aggregates:
+        if isinstance(agg.this, exp.Distinct) or agg.find(exp.Distinct):
+            name = agg.sql_name().lower()
+            return "full", (
+                f"{name}(DISTINCT ...) is not decomposable: the distinct values of old and new "
+                "rows cannot be combined from their counts"
+            )
+        if not isinstance(agg, DECOMPOSABLE):
+            return "full", (
+                f"{agg.sql('duckdb')} is not decomposable: only count, sum, min, max and avg "
+                "are maintained incrementally"
+            )
+    if not select.args.get("group"):
+        return "full", "an aggregate without GROUP BY is one row and is recomputed fully"
+    return "aggregate", None
+
+
+def _source_reason(
+    select: exp.Select, sources: list[str], tracked: frozenset[str], dynamic: frozenset[str]
+) -> str | None:
+    chained = [s for s in sources if s in dynamic]
+    if chained:
+        return f"it reads dynamic table {chained[0]}: chains are refreshed fully for now"
+    if select.args.get("joins") or len(sources) > 1:
+        return "joins are refreshed fully for now"
+    untracked = [s for s in sources if s not in tracked]
+    if untracked:
+        return f"{untracked[0]} has no change tracking (no batch ids): only base tables do"
+    if not sources:
+        return "the query reads no table"
+    return None
+
+
+def _clause_reason(select: exp.Select) -> str | None:
+    if not isinstance(select, exp.Select):
+        return "set operations (UNION, EXCEPT, INTERSECT) are refreshed fully for now"
+    if select.args.get("with_") or select.args.get("with"):
+        return "common table expressions (WITH) are refreshed fully for now"
+    if any(isinstance(n, exp.Subquery | exp.Union) for n in select.walk() if n is not select):
+        return "subqueries are refreshed fully for now"
+    if select.args.get("distinct"):
+        return "SELECT DISTINCT is refreshed fully for now"
+    if select.args.get("limit") or select.args.get("order"):
+        return "ORDER BY / LIMIT pick rows from the whole result: refreshed fully"
+    if select.args.get("qualify"):
+        return "QUALIFY filters on window functions: refreshed fully"
+    return None

@@ -1,0 +1,243 @@
+"""CREATE / ALTER / REFRESH [FULL] / DROP DYNAMIC TABLE, recognised before DuckDB sees them.
+
+DuckDB does not know these statements, so `warehouse.query.execute` asks `split` first: the
+text is cut into statements with sqlglot's tokenizer and each is recognised by its leading
+tokens (CREATE parses into an `exp.Create` whose properties and SELECT are taken from the tree).
+Each statement returns one row: status, name, refresh_mode, reason, rows_inserted, rows_deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.tokens import Token, TokenType
+
+from warehouse.dynamic import catalog
+from warehouse.dynamic.plan import parse_select, plan_query, state_table
+from warehouse.dynamic.refresh import refresh, visible_table
+from warehouse.errors import UserError
+
+_VERBS = ("CREATE", "ALTER", "REFRESH", "DROP")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a script: its text and, when it is one of ours, its verb."""
+
+    text: str
+    verb: str | None  # 'CREATE' | 'ALTER' | 'REFRESH' | 'DROP' for DYNAMIC TABLE statements
+    tokens: list[Token]
+
+
+def split(sql: str) -> list[Statement] | None:
+    """The statements of `sql` when any is a DYNAMIC TABLE statement, else None."""
+    if "dynamic" not in sql.lower():
+        return None  # the common case: no need to tokenize
+    try:
+        tokens = sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql)
+    except SqlglotError:
+        return None
+    statements: list[Statement] = []
+    current: list[Token] = []
+    for token in [*tokens, None]:
+        if token is None or token.token_type == TokenType.SEMICOLON:
+            if current:
+                text = sql[current[0].start : current[-1].end + 1]
+                statements.append(Statement(text, _verb(current), current))
+            current = []
+        else:
+            current.append(token)
+    return statements if any(s.verb for s in statements) else None
+
+
+def _verb(tokens: list[Token]) -> str | None:
+    words = [t.text.upper() for t in tokens[:3]]
+    if len(words) == 3 and words[0] in _VERBS and words[1:] == ["DYNAMIC", "TABLE"]:
+        return words[0]
+    return None
+
+
+def run(cur: duckdb.DuckDBPyConnection, statement: Statement) -> pa.Table:
+    """Execute one DYNAMIC TABLE statement and return its one-row result."""
+    rest = statement.tokens[3:]
+    if statement.verb == "CREATE":
+        return create(cur, statement.text)
+    if statement.verb == "ALTER":
+        return alter(cur, rest)
+    if statement.verb == "REFRESH":
+        words = [t.text.upper() for t in rest[1:]]
+        if not rest or words not in ([], ["FULL"]):
+            raise UserError("expected REFRESH DYNAMIC TABLE name [FULL]")
+        name = catalog.check_name(rest[0].text)
+        result = refresh(cur, name, full=words == ["FULL"])
+        return _row(
+            "refreshed",
+            name,
+            result.refresh_mode,
+            result.reason,
+            result.rows_inserted,
+            result.rows_deleted,
+        )
+    return drop(cur, rest)
+
+
+def _row(
+    status: str,
+    name: str,
+    mode: str | None,
+    reason: str | None,
+    inserted: int = 0,
+    deleted: int = 0,
+) -> pa.Table:
+    return pa.table(
+        {
+            "status": [status],
+            "name": [name],
+            "refresh_mode": pa.array([mode], pa.string()),
+            "reason": pa.array([reason], pa.string()),
+            "rows_inserted": pa.array([inserted], pa.int64()),
+            "rows_deleted": pa.array([deleted], pa.int64()),
+        }
+    )
+
+
+def _properties(create_: exp.Create) -> dict[str, str]:
+    found: dict[str, str] = {}
+    props = create_.args.get("properties")
+    for prop in props.expressions if props else []:
+        value = prop.args.get("value")
+        if isinstance(prop, exp.Property) and value is not None:
+            text = value.name if isinstance(value, exp.Literal) else value.sql("duckdb")
+            found[prop.name.lower()] = text
+    return found
+
+
+def _check_properties(cur: duckdb.DuckDBPyConnection, props: dict[str, str]) -> dict[str, str]:
+    unknown = sorted(set(props) - {"freshness", "refresh_mode"})
+    if unknown:
+        raise UserError(f"unknown dynamic table property {unknown[0]}: use freshness, refresh_mode")
+    checked = {}
+    if "freshness" in props:
+        checked["freshness"] = catalog.check_freshness(cur, props["freshness"])
+    if "refresh_mode" in props:
+        checked["refresh_mode"] = catalog.check_mode(props["refresh_mode"])
+    return checked
+
+
+def create(cur: duckdb.DuckDBPyConnection, text: str) -> pa.Table:
+    """CREATE DYNAMIC TABLE [IF NOT EXISTS] name WITH (...) AS SELECT ..."""
+    try:
+        tree = sqlglot.parse_one(text, read="duckdb")
+    except SqlglotError as error:
+        raise UserError(f"cannot parse CREATE DYNAMIC TABLE: {error}") from None
+    if not isinstance(tree, exp.Create) or tree.expression is None:
+        raise UserError("expected CREATE DYNAMIC TABLE name WITH (...) AS SELECT ...")
+    name = catalog.check_name(tree.this.name if isinstance(tree.this, exp.Table) else "")
+    props = _check_properties(cur, _properties(tree))
+    freshness = props.get("freshness")
+    if freshness is None:
+        raise UserError("property freshness is required, e.g. WITH (freshness = '5 minutes')")
+    mode = props.get("refresh_mode", "auto")
+    if name in catalog.names(cur):
+        if tree.args.get("exists"):
+            return _row("exists", name, None, None)
+        raise UserError(f"dynamic table {name} already exists")
+    try:
+        cur.execute(f"SELECT * FROM ({tree.expression.sql('duckdb')}) LIMIT 0").fetchall()
+    except duckdb.Error as error:
+        raise UserError(f"the query of dynamic table {name} fails: {error}") from None
+    plan = plan_query(tree.expression, name, cur, catalog.names(cur), mode=mode)
+    if mode == "incremental" and plan.kind == "full":
+        raise UserError(f"refresh_mode = 'incremental' is refused for {name}: {plan.reason}")
+    cur.execute("BEGIN TRANSACTION")
+    try:
+        cur.execute(f"CREATE TABLE {visible_table(name)} AS SELECT * FROM ({plan.query}) LIMIT 0")
+        if plan.kind == "aggregate" and plan.state_sql:
+            cur.execute(
+                f"CREATE TABLE {state_table(name).sql('duckdb')} AS SELECT *, "
+                f"CAST(0 AS BIGINT) AS __wm FROM ({plan.state_sql}) LIMIT 0"
+            )
+        catalog.insert(cur, name, freshness, mode, plan)
+        cur.execute("COMMIT")
+    except duckdb.Error as error:
+        cur.execute("ROLLBACK")
+        raise UserError(f"cannot create dynamic table {name}: {error}") from None
+    result = refresh(cur, name, full=True)
+    return _row("created", name, plan.kind, plan.reason, result.rows_inserted)
+
+
+def _assignments(tokens: list[Token]) -> dict[str, str]:
+    """`SET ( key = 'value' [, ...] )` from tokens."""
+    words = [t.text for t in tokens]
+    if len(tokens) < 5 or words[0].upper() != "SET" or words[1] != "(" or words[-1] != ")":
+        raise UserError("expected ALTER DYNAMIC TABLE name SET (freshness = '...', ...)")
+    found, inner = {}, tokens[2:-1]
+    for i in range(0, len(inner), 4):
+        part = inner[i : i + 4]
+        if len(part) < 3 or part[1].token_type != TokenType.EQ:
+            raise UserError("expected key = 'value' pairs in SET (...)")
+        found[part[0].text.lower()] = part[2].text
+    return found
+
+
+def alter(cur: duckdb.DuckDBPyConnection, rest: list[Token]) -> pa.Table:
+    """ALTER DYNAMIC TABLE name SET (freshness = '...', refresh_mode = '...')."""
+    if not rest:
+        raise UserError("expected ALTER DYNAMIC TABLE name SET (...)")
+    name = catalog.check_name(rest[0].text)
+    dt = catalog.load(cur, name)
+    props = _check_properties(cur, _assignments(rest[1:]))
+    mode = props.get("refresh_mode", dt.refresh_mode)
+    plan = dt.plan
+    if mode != dt.refresh_mode:
+        plan = plan_query(
+            parse_select(dt.definition),
+            name,
+            cur,
+            catalog.names(cur) - {name},
+            mode=mode,
+        )
+        if mode == "incremental" and plan.kind == "full":
+            raise UserError(f"refresh_mode = 'incremental' is refused for {name}: {plan.reason}")
+        if plan.kind != dt.plan.kind:
+            raise UserError(
+                f"changing {name} from {dt.plan.kind} to {plan.kind}: drop and create it"
+            )
+    catalog.update(
+        cur,
+        name,
+        freshness=props.get("freshness", dt.freshness),
+        refresh_mode=mode,
+        resolved_mode=plan.kind,
+        refresh_mode_reason=plan.reason,
+        plan=plan,
+    )
+    return _row("altered", name, plan.kind, plan.reason)
+
+
+def drop(cur: duckdb.DuckDBPyConnection, rest: list[Token]) -> pa.Table:
+    """DROP DYNAMIC TABLE [IF EXISTS] name."""
+    words = [t.text.upper() for t in rest]
+    if_exists = words[:2] == ["IF", "EXISTS"]
+    rest = rest[2:] if if_exists else rest
+    if len(rest) != 1:
+        raise UserError("expected DROP DYNAMIC TABLE [IF EXISTS] name")
+    name = catalog.check_name(rest[0].text)
+    if name not in catalog.names(cur):
+        if if_exists:
+            return _row("absent", name, None, None)
+        raise UserError(f"no dynamic table named {name}")
+    readers = catalog.consumers(cur, name)
+    if readers:
+        raise UserError(f"dynamic table {name} is read by {', '.join(readers)}: drop those first")
+    cur.execute("BEGIN TRANSACTION")
+    cur.execute(f"DROP TABLE IF EXISTS {visible_table(name)}")
+    cur.execute(f"DROP TABLE IF EXISTS {state_table(name).sql('duckdb')}")
+    cur.execute("DELETE FROM wanka.dynamic_tables WHERE name = ?", [name])
+    cur.execute("COMMIT")
+    return _row("dropped", name, None, None)
