@@ -42,25 +42,37 @@ def _count(cur: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | No
     return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
 
-def high_watermark(cur: duckdb.DuckDBPyConnection, dt: DynamicTable) -> tuple[int, str | None]:
-    """The batch id this refresh brings the table up to, and an update/delete seen since."""
+def _probe(cur: duckdb.DuckDBPyConnection, dt: DynamicTable) -> tuple[datetime, int, str | None]:
+    """In one statement: the transaction's now(), the high watermark, an update/delete seen.
+
+    The high watermark is the batch id this refresh brings the table up to. Batch ids grow in
+    insertion order, so `batch_id > watermark` lets DuckDB's zone maps skip every row group
+    older than the last refresh: the new maximum of a source is read without scanning old rows.
+    Updates and deletes since the watermark come from wanka.table_changes.
+    """
     tracked = [s for s in dt.sources if s in TRACKED]
-    high = dt.watermark
-    for source in tracked:
-        high = max(high, _count(cur, f"SELECT max(batch_id) FROM {_quoted(source)}"))
-    rows = cur.execute(
-        "SELECT table_name, kind, sum(rows), max(seq) FROM wanka.table_changes "
-        "WHERE table_name = ANY(?) AND seq > ? GROUP BY ALL ORDER BY 1, 2",
-        [tracked, dt.watermark],
-    ).fetchall()
+    maxima = "".join(
+        f", (SELECT max(batch_id) FROM {_quoted(s)} WHERE batch_id > $wm)" for s in tracked
+    )
+    changes = (
+        ", (SELECT list((table_name, kind, n, seq) ORDER BY table_name, kind) FROM ("
+        "SELECT table_name, kind, sum(rows) AS n, max(seq) AS seq FROM wanka.table_changes "
+        "WHERE seq > $wm AND list_contains($tracked, table_name) GROUP BY ALL))"
+    )
+    row = cur.execute(
+        f"SELECT now(){changes}{maxima}", {"wm": dt.watermark, "tracked": tracked}
+    ).fetchall()[0]
+    data_ts, found, highs = row[0], row[1] or [], row[2:]
+    high = max([dt.watermark, *(int(v) for v in highs if v is not None)])
     change = None
-    for table, kind, count, seq in rows:
+    for item in found:
+        table, kind, count, seq = item.values() if isinstance(item, dict) else item
         high = max(high, int(seq))
         change = change or (
             f"{kind} of {count} rows on {table} since the last refresh: updated and deleted "
             "rows are not tracked one by one yet, so this refresh recomputed the whole table"
         )
-    return high, change
+    return data_ts, high, change
 
 
 def _full(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, high: int) -> tuple[int, int]:
@@ -85,6 +97,21 @@ def _incremental(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, high: int) ->
         return _count(cur, f"INSERT INTO {target} {plan.delta_sql}", window), 0
     assert plan.merge_sql is not None and plan.visible_sql is not None
     cur.execute(plan.merge_sql, window)
+    deleted = _count(cur, _delete_touched_sql(cur, dt), {"hi": high})
+    inserted = _count(cur, f"INSERT INTO {target} {plan.visible_sql}", {"hi": high})
+    return inserted, deleted
+
+
+#: (name, query) -> the DELETE of the touched groups' visible rows: built once per process, so
+#: an incremental refresh does not ask DuckDB for the table's columns each time.
+_DELETE_TOUCHED: dict[tuple[str, str], str] = {}
+
+
+def _delete_touched_sql(cur: duckdb.DuckDBPyConnection, dt: DynamicTable) -> str:
+    plan, target = dt.plan, visible_table(dt.name)
+    cached = _DELETE_TOUCHED.get((dt.name, plan.query))
+    if cached is not None:
+        return cached
     columns = [d[0] for d in cur.execute(f"SELECT * FROM {target} LIMIT 0").description]
     keys = [f"k{i}" for i in range(len(plan.key_positions))]
     match = " AND ".join(
@@ -95,19 +122,16 @@ def _incremental(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, high: int) ->
     )
     state = state_table(dt.name).sql("duckdb")
     touched = f"SELECT {', '.join(keys)} FROM {state} WHERE __wm = $hi"
-    deleted = _count(
-        cur, f"DELETE FROM {target} AS v USING ({touched}) AS d WHERE {match}", {"hi": high}
-    )
-    inserted = _count(cur, f"INSERT INTO {target} {plan.visible_sql}", {"hi": high})
-    return inserted, deleted
+    sql = f"DELETE FROM {target} AS v USING ({touched}) AS d WHERE {match}"
+    _DELETE_TOUCHED[(dt.name, plan.query)] = sql
+    return sql
 
 
 def _apply(
     cur: duckdb.DuckDBPyConnection, name: str, full: bool, started: datetime
 ) -> RefreshResult:
     dt = catalog.load(cur, name)
-    data_ts = cur.execute("SELECT now()").fetchall()[0][0]
-    high, change = high_watermark(cur, dt)
+    data_ts, high, change = _probe(cur, dt)
     reason: str | None
     if full:
         mode, reason = "full", "a full refresh was asked for"
