@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import click
-import pyarrow as pa
 
-from service import terminal
 from service.commands.common import open_engine
-from warehouse.dynamic.history import RefreshResult
-from warehouse.dynamic.schedule import refresh_once
+from warehouse.dynamic.schedule import Failed, describe, run_due, seconds
 from warehouse.errors import WankaError
 
 
@@ -17,24 +14,22 @@ from warehouse.errors import WankaError
 @click.option("--full", is_flag=True, help="Recompute instead of applying the changes.")
 @click.pass_context
 def refresh(ctx: click.Context, name: str | None, full: bool) -> None:
-    """Refresh dynamic table NAME, or every dynamic table that is due, once."""
+    """Refresh dynamic table NAME (even while a failure backs off), or every due one, once.
+
+    Prints one line per table: what the refresh did, or why it failed or was skipped. Exits 1
+    when any refresh failed.
+    """
     with open_engine(ctx) as engine:
         cur = engine.cursor()
         try:
-            results = refresh_once(cur, name, full=full)
+            outcomes = run_due(cur, name=name, full=full)
+            lines = [describe(o, seconds(cur, o)) for o in outcomes]
         finally:
             cur.close()
-    done = [r for r in results if isinstance(r, RefreshResult)]
-    failed = [r for r in results if isinstance(r, WankaError)]
-    table = pa.table(
-        {
-            "name": [r.name for r in done],
-            "refresh_mode": [r.refresh_mode for r in done],
-            "rows_inserted": pa.array([r.rows_inserted for r in done], pa.int64()),
-            "rows_deleted": pa.array([r.rows_deleted for r in done], pa.int64()),
-            "reason": pa.array([r.reason for r in done], pa.string()),
-        }
-    )
-    terminal.print_table(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
+    for line in lines:
+        click.echo(line)
+    if not outcomes:
+        click.echo("no dynamic table is due")
+    failed = [o.name for o in outcomes if isinstance(o, Failed)]
     if failed:
-        raise WankaError("; ".join(str(f) for f in failed))
+        raise WankaError(f"{len(failed)} of {len(outcomes)} refreshes failed: {', '.join(failed)}")

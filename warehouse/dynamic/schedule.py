@@ -1,65 +1,270 @@
-"""Which dynamic tables are due, in dependency order, and refreshing them once (`wanka refresh`).
+"""The scheduler: which dynamic tables are due, and refreshing them once (`wanka refresh`).
 
-A table is due when it never refreshed or `last_refresh_at + freshness < now()`; a
-'downstream' table is due when a due table reads it. Sources refresh before their consumers.
+Freshness-driven, like Snowflake's target lag: a table is due when a refresh started later
+would finish after its data got staler than its freshness — `now + expected duration >=
+data_timestamp + freshness`, the expected duration being its last successful refresh's. A table
+never refreshed, or whose last refresh failed (or whose upstream failed), is due. The dynamic
+tables a due table reads are refreshed with it, before it, whatever their own freshness (a
+'downstream' table is refreshed only then), so that a chain reflects one data timestamp: the
+run's start, recorded in dynamic_tables.data_timestamp and refresh_history.data_timestamp.
+
+A failed refresh counts in `failures` and is not retried before `next_attempt_at` = failure
+time + min(30 s × 2^(failures − 1), 1 h); a success resets both. Every table that reads a failed
+one, directly or not, gets state 'upstream_failed' and is skipped until the upstream refreshes
+again. `run_due` is a function of the catalog and the clock it is given; `wanka refresh` runs it
+once and `wanka serve` in a loop.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import duckdb
 
 from warehouse.dynamic import catalog
 from warehouse.dynamic.history import RefreshResult
 from warehouse.dynamic.refresh import refresh
-from warehouse.errors import WankaError
+from warehouse.engine import Engine
+from warehouse.errors import UserError, WankaError
+
+BACKOFF_BASE_S = 30.0
+BACKOFF_CAP_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A refresh this run attempted that failed (already recorded by the refresh)."""
+
+    name: str
+    error: str
+    started_at: datetime
+    failures: int
+    next_attempt_at: datetime
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A due table this run did not refresh, and why."""
+
+    name: str
+    reason: str
+
+
+Outcome = RefreshResult | Failed | Skipped
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the scheduler knows of one dynamic table."""
+
+    name: str
+    freshness_s: float | None  # None: 'downstream'
+    data_timestamp: datetime | None
+    state: str | None
+    failures: int
+    next_attempt_at: datetime | None
+    sources: tuple[str, ...]  # the dynamic tables it reads
+    expected_s: float  # the last successful refresh's duration, 0 when none
+
+
+def backoff(failures: int) -> timedelta:
+    """How long to wait before retrying after `failures` failures in a row."""
+    return timedelta(seconds=min(BACKOFF_BASE_S * 2 ** max(failures - 1, 0), BACKOFF_CAP_S))
+
+
+def entries(con: duckdb.DuckDBPyConnection) -> dict[str, Entry]:
+    """Every dynamic table, by name."""
+    rows = con.execute(
+        "SELECT d.name, CASE WHEN d.freshness = 'downstream' THEN NULL "
+        "ELSE epoch(TRY_CAST(d.freshness AS INTERVAL)) END, d.data_timestamp, d.state, "
+        "coalesce(d.failures, 0), d.next_attempt_at, d.sources, "
+        "(SELECT epoch(h.finished_at - h.started_at) FROM wanka.refresh_history h "
+        " WHERE h.name = d.name AND h.state = 'succeeded' ORDER BY h.started_at DESC LIMIT 1) "
+        "FROM wanka.dynamic_tables d ORDER BY d.name"
+    ).fetchall()
+    known = {r[0] for r in rows}
+    return {
+        r[0]: Entry(
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            int(r[4]),
+            r[5],
+            tuple(s for s in (r[6] or []) if s in known and s != r[0]),
+            float(r[7] or 0.0),
+        )
+        for r in rows
+    }
 
 
 def dependency_order(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Every dynamic table, each after the dynamic tables it reads."""
-    rows = con.execute("SELECT name, sources FROM wanka.dynamic_tables ORDER BY name").fetchall()
-    reads = {name: [s for s in (sources or []) if s != name] for name, sources in rows}
+    return _order(entries(con))
+
+
+def _order(tables: dict[str, Entry]) -> list[str]:
     order: list[str] = []
 
     def visit(name: str) -> None:
-        if name in order or name not in reads:
+        if name in order or name not in tables:
             return
-        for source in reads[name]:
+        for source in tables[name].sources:  # no cycles: a table reads only older ones
             visit(source)
         order.append(name)
 
-    for name in reads:
+    for name in tables:
         visit(name)
     return order
 
 
-def due(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Tables due for a refresh now, in dependency order."""
-    rows = con.execute(
-        "SELECT name, freshness = 'downstream', last_refresh_at IS NULL OR "
-        "(freshness <> 'downstream' AND last_refresh_at + CAST(freshness AS INTERVAL) < now()), "
-        "sources FROM wanka.dynamic_tables"
-    ).fetchall()
-    wanted = {name for name, downstream, late, _ in rows if late and not downstream}
-    sources = {name: set(s or []) for name, _, _, s in rows}
-    changed = True
-    while changed:  # a downstream table a due table reads is due too
-        needed = set().union(*(sources[n] for n in wanted)) if wanted else set()
-        changed = bool((needed & sources.keys()) - wanted)
-        wanted |= needed & sources.keys()
-    return [n for n in dependency_order(con) if n in wanted]
+def is_due(entry: Entry, now: datetime) -> bool:
+    """Due on its own account: stale by `now` plus a refresh's duration, never refreshed, or
+    failed (retries wait for the backoff elsewhere). 'downstream' tables never are."""
+    if entry.state in ("failed", "upstream_failed") or entry.data_timestamp is None:
+        return True
+    if entry.freshness_s is None:
+        return False
+    deadline = entry.data_timestamp + timedelta(seconds=entry.freshness_s)
+    return now + timedelta(seconds=entry.expected_s) >= deadline
 
 
-def refresh_once(
-    con: duckdb.DuckDBPyConnection, name: str | None = None, *, full: bool = False
-) -> list[RefreshResult | WankaError]:
-    """Refresh `name` (or every due table) once; failures are returned, not raised."""
-    names = [catalog.check_name(name)] if name else due(con)
-    if name:
-        catalog.load(con, names[0])  # an unknown name is a usage error
-    done: list[RefreshResult | WankaError] = []
-    for each in names:
+def due(con: duckdb.DuckDBPyConnection, now: datetime | None = None) -> list[str]:
+    """Tables a run at `now` handles, in dependency order: the due ones and what they read."""
+    return _due(entries(con), now or datetime.now(UTC))
+
+
+def _due(tables: dict[str, Entry], now: datetime) -> list[str]:
+    wanted = {name for name, entry in tables.items() if is_due(entry, now)}
+    stack = list(wanted)
+    while stack:  # what a due table reads is refreshed with it, at the same data timestamp
+        for source in tables[stack.pop()].sources:
+            if source not in wanted:
+                wanted.add(source)
+                stack.append(source)
+    return [name for name in _order(tables) if name in wanted]
+
+
+def readers(tables: dict[str, Entry], name: str) -> list[str]:
+    """Every table that reads `name`, directly or through others, in dependency order."""
+    found: set[str] = set()
+    stack = [name]
+    while stack:
+        current = stack.pop()
+        for other, entry in tables.items():
+            if current in entry.sources and other not in found:
+                found.add(other)
+                stack.append(other)
+    return [n for n in _order(tables) if n in found]
+
+
+def run_due(
+    target: Engine | duckdb.DuckDBPyConnection,
+    now: datetime | None = None,
+    *,
+    name: str | None = None,
+    full: bool = False,
+) -> list[Outcome]:
+    """Refresh every table due at `now` (or only `name`, ignoring its backoff) once.
+
+    Failures are recorded and returned, never raised; an unknown `name` is a UserError.
+    """
+    if isinstance(target, Engine):
+        cur = target.cursor()
         try:
-            done.append(refresh(con, each, full=full))
-        except WankaError as error:
-            done.append(error)
+            return run_due(cur, now, name=name, full=full)
+        finally:
+            cur.close()
+    con = target
+    run_at = now or datetime.now(UTC)
+    tables = entries(con)
+    if name is not None:
+        name = catalog.check_name(name)
+        if name not in tables:
+            raise UserError(f"no dynamic table named {name}")
+        todo = [name]
+    else:
+        todo = _due(tables, run_at)
+    bad: dict[str, str] = {}  # tables this run failed or skipped: why
+    done: list[Outcome] = []
+    for each in todo:
+        entry = tables[each]
+        upstream = next((s for s in entry.sources if s in bad), None)
+        if upstream is not None and name is None:
+            _mark_upstream_failed(con, [each], upstream)
+            bad[each] = f"upstream {upstream} failed"
+            done.append(Skipped(each, bad[each]))
+            continue
+        waiting = entry.next_attempt_at
+        if name is None and entry.state == "failed" and waiting is not None and waiting > run_at:
+            bad[each] = (
+                f"failed {entry.failures} times in a row; next attempt at {waiting.isoformat()}"
+            )
+            done.append(Skipped(each, bad[each]))
+            continue
+        outcome = _refresh_one(con, entry, run_at, full)
+        if isinstance(outcome, Failed):
+            bad[each] = outcome.error
+            _mark_upstream_failed(con, readers(tables, each), each)
+        done.append(outcome)
     return done
+
+
+def _refresh_one(
+    con: duckdb.DuckDBPyConnection, entry: Entry, run_at: datetime, full: bool
+) -> RefreshResult | Failed:
+    started = datetime.now(UTC)
+    try:
+        result = refresh(con, entry.name, full=full)
+    except UserError:
+        raise
+    except WankaError as error:
+        failures = entry.failures + 1
+        retry = run_at + backoff(failures)
+        catalog.update(con, entry.name, failures=failures, next_attempt_at=retry)
+        return Failed(entry.name, str(error), started, failures, retry)
+    # refresh() stamps its own transaction's start; the run's tables share the run's timestamp
+    con.execute("BEGIN TRANSACTION")
+    catalog.update(con, entry.name, data_timestamp=run_at, failures=0, next_attempt_at=None)
+    con.execute(
+        "UPDATE wanka.refresh_history SET data_timestamp = ? WHERE name = ? AND started_at = ?",
+        [run_at, entry.name, result.started_at],
+    )
+    con.execute("COMMIT")
+    result.data_timestamp = run_at
+    return result
+
+
+def _mark_upstream_failed(con: duckdb.DuckDBPyConnection, names: list[str], upstream: str) -> None:
+    for each in names:
+        catalog.update(
+            con, each, state="upstream_failed", error=f"upstream dynamic table {upstream} failed"
+        )
+
+
+def seconds(con: duckdb.DuckDBPyConnection, outcome: Outcome) -> float | None:
+    """How long a refresh took, as refresh_history recorded it."""
+    if isinstance(outcome, Skipped):
+        return None
+    rows = con.execute(
+        "SELECT epoch(finished_at - started_at) FROM wanka.refresh_history "
+        "WHERE name = ? AND started_at = ?",
+        [outcome.name, outcome.started_at],
+    ).fetchall()
+    return float(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
+def describe(outcome: Outcome, took: float | None) -> str:
+    """One line for `wanka refresh`."""
+    time = f"{took:.3f} s" if took is not None else "-"
+    if isinstance(outcome, RefreshResult):
+        line = (
+            f"{outcome.name}: {outcome.refresh_mode}, {outcome.rows_inserted} rows inserted, "
+            f"{outcome.rows_deleted} deleted, {time}"
+        )
+        return f"{line} ({outcome.reason})" if outcome.reason else line
+    if isinstance(outcome, Failed):
+        retry = outcome.next_attempt_at.isoformat()
+        return f"{outcome.name}: FAILED after {time}: {outcome.error} (retry after {retry})"
+    return f"{outcome.name}: skipped: {outcome.reason}"

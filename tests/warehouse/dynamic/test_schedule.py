@@ -1,0 +1,204 @@
+"""The scheduler: due by freshness at an explicit clock, chains, failures, backoff, the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import run_wanka
+from warehouse.dynamic.history import RefreshResult
+from warehouse.dynamic.schedule import Failed, Skipped, backoff, run_due
+from warehouse.engine import Engine
+from warehouse.query import execute
+
+SEED = (
+    "INSERT INTO gpu_metrics (ts, host, metric, value) SELECT TIMESTAMPTZ '2026-11-01' "
+    "+ i * INTERVAL 7 MINUTE, 'h' || i % 3, '7', i FROM range(40) t(i)"
+)
+# CAST(metric AS INTEGER) fails once a row with a non-numeric metric arrives: a failing refresh.
+FRAGILE = (
+    "SELECT host, sum(CAST(metric AS INTEGER)) AS m, count(*) AS n FROM gpu_metrics GROUP BY ALL"
+)
+BAD_ROW = (
+    "INSERT INTO gpu_metrics (ts, host, metric, value) "
+    "VALUES (TIMESTAMPTZ '2026-11-02', 'x', 'oops', 1)"
+)
+T0 = datetime.now(UTC).replace(microsecond=0) + timedelta(days=1)
+
+
+@pytest.fixture
+def cur(db_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    with Engine(str(db_path)) as eng:
+        eng.con.execute(SEED)
+        cursor = eng.cursor()
+        try:
+            yield cursor
+        finally:
+            cursor.close()
+
+
+def create(cur: duckdb.DuckDBPyConnection, name: str, freshness: str, query: str) -> None:
+    execute(
+        cur, f"CREATE DYNAMIC TABLE {name} WITH (freshness = '{freshness}') AS {query}"
+    ).read_all()
+
+
+def names(outcomes: list[RefreshResult | Failed | Skipped]) -> list[str]:
+    return [o.name for o in outcomes]
+
+
+def catalog_row(cur: duckdb.DuckDBPyConnection, name: str) -> tuple[object, ...]:
+    rows = cur.execute(
+        "SELECT state, failures, next_attempt_at, data_timestamp FROM wanka.dynamic_tables "
+        "WHERE name = ?",
+        [name],
+    ).fetchall()
+    return rows[0]
+
+
+def test_due_when_it_would_otherwise_become_staler_than_its_freshness(
+    cur: duckdb.DuckDBPyConnection,
+) -> None:
+    create(cur, "hosts", "5 minutes", "SELECT host, count(*) AS n FROM gpu_metrics GROUP BY ALL")
+    assert names(run_due(cur, T0)) == ["hosts"]  # stale: created a day before T0
+    assert run_due(cur, T0 + timedelta(minutes=4)) == []
+    [done] = run_due(cur, T0 + timedelta(minutes=5))
+    assert isinstance(done, RefreshResult) and done.data_timestamp == T0 + timedelta(minutes=5)
+    # a refresh expected to take 2 minutes starts 2 minutes before the lag would pass 5 minutes
+    cur.execute(
+        "UPDATE wanka.refresh_history SET finished_at = started_at + INTERVAL 2 MINUTE "
+        "WHERE started_at = (SELECT max(started_at) FROM wanka.refresh_history)"
+    )
+    assert run_due(cur, T0 + timedelta(minutes=7, seconds=59)) == []
+    assert names(run_due(cur, T0 + timedelta(minutes=8))) == ["hosts"]
+
+
+def test_downstream_refreshes_only_when_a_due_table_reads_it(
+    cur: duckdb.DuckDBPyConnection,
+) -> None:
+    create(cur, "base_d", "downstream", "SELECT host, value FROM gpu_metrics")
+    create(cur, "lone_d", "downstream", "SELECT host FROM gpu_metrics")
+    create(cur, "top", "5 minutes", "SELECT host, sum(value) AS v FROM base_d GROUP BY ALL")
+    # top is stale at T0 and brings base_d along; nothing needs lone_d
+    assert names(run_due(cur, T0)) == ["base_d", "top"]
+    assert run_due(cur, T0 + timedelta(minutes=4)) == []
+    assert names(run_due(cur, T0 + timedelta(minutes=5))) == ["base_d", "top"]
+    assert "lone_d" not in names(run_due(cur, T0 + timedelta(days=365)))
+
+
+def test_a_chain_refreshes_in_dependency_order_at_one_data_timestamp(
+    cur: duckdb.DuckDBPyConnection,
+) -> None:
+    create(cur, "zz_hourly", "1 hour", "SELECT host, sum(value) AS v FROM gpu_metrics GROUP BY ALL")
+    create(cur, "aa_total", "5 minutes", "SELECT sum(v) AS total FROM zz_hourly")
+    run_due(cur, T0)
+    cur.execute(SEED)
+    at = T0 + timedelta(minutes=5)  # only aa_total is due; what it reads comes along
+    done = run_due(cur, at)
+    assert names(done) == ["zz_hourly", "aa_total"]
+    assert all(isinstance(d, RefreshResult) and d.data_timestamp == at for d in done)
+    stamps = cur.execute(
+        "SELECT DISTINCT data_timestamp FROM wanka.dynamic_tables "
+        "UNION ALL SELECT DISTINCT data_timestamp FROM wanka.refresh_history "
+        "WHERE started_at >= (SELECT min(started_at) FROM wanka.refresh_history "
+        "WHERE data_timestamp = ?)",
+        [at],
+    ).fetchall()
+    assert {s for (s,) in stamps} == {at}
+    assert (
+        cur.execute("SELECT total FROM aa_total").fetchall()
+        == cur.execute("SELECT sum(value) FROM gpu_metrics").fetchall()
+    )
+
+
+def test_failure_backs_off_marks_readers_and_recovers(cur: duckdb.DuckDBPyConnection) -> None:
+    create(cur, "fragile", "5 minutes", FRAGILE)
+    create(cur, "reader", "5 minutes", "SELECT sum(n) AS n FROM fragile")
+    create(cur, "reader2", "downstream", "SELECT n FROM reader")
+    create(cur, "other", "5 minutes", "SELECT count(*) AS n FROM gpu_metrics")
+    run_due(cur, T0)
+    cur.execute(BAD_ROW)
+    t1 = T0 + timedelta(minutes=10)
+    done = {o.name: o for o in run_due(cur, t1)}
+    failed = done["fragile"]
+    assert isinstance(failed, Failed) and "fragile" in failed.error
+    assert (
+        isinstance(done["reader"], Skipped) and "upstream fragile failed" in done["reader"].reason
+    )
+    assert isinstance(done["other"], RefreshResult)  # unrelated tables still refresh
+    assert catalog_row(cur, "fragile")[:3] == ("failed", 1, t1 + timedelta(seconds=30))
+    assert catalog_row(cur, "reader")[0] == catalog_row(cur, "reader2")[0] == "upstream_failed"
+    [(state, error)] = cur.execute(
+        "SELECT state, error FROM wanka.refresh_history WHERE name = 'fragile' "
+        "ORDER BY started_at DESC LIMIT 1"
+    ).fetchall()
+    assert state == "failed" and error
+
+    # not retried before next_attempt_at; its readers stay skipped
+    early = {o.name: o for o in run_due(cur, t1 + timedelta(seconds=29))}
+    assert isinstance(early["fragile"], Skipped) and "next attempt" in early["fragile"].reason
+    assert isinstance(early["reader"], Skipped)
+    assert catalog_row(cur, "fragile")[1] == 1
+    # retried at next_attempt_at: fails again and waits twice as long
+    t2 = t1 + timedelta(seconds=30)
+    again = {o.name: o for o in run_due(cur, t2)}
+    assert isinstance(again["fragile"], Failed)
+    assert catalog_row(cur, "fragile")[:3] == ("failed", 2, t2 + timedelta(seconds=60))
+    # a named refresh ignores the backoff
+    [named] = run_due(cur, t2 + timedelta(seconds=1), name="fragile")
+    assert isinstance(named, Failed) and named.failures == 3
+
+    cur.execute("DELETE FROM gpu_metrics WHERE metric = 'oops'")
+    t3 = t2 + timedelta(minutes=5)
+    recovered = {o.name: o for o in run_due(cur, t3)}
+    assert all(isinstance(recovered[n], RefreshResult) for n in ("fragile", "reader", "reader2"))
+    for name in ("fragile", "reader", "reader2"):
+        assert catalog_row(cur, name) == ("active", 0, None, t3)
+    assert cur.execute("SELECT n FROM reader2").fetchall() == [(40,)]
+
+
+def test_backoff_doubles_up_to_an_hour() -> None:
+    assert [backoff(n).total_seconds() for n in (1, 2, 3, 7, 8, 20)] == [
+        30,
+        60,
+        120,
+        1920,
+        3600,
+        3600,
+    ]
+
+
+def test_wanka_refresh_prints_one_line_per_table(db_path: Path) -> None:
+    with Engine(str(db_path)) as eng:
+        eng.con.execute(SEED)
+        cur = eng.cursor()
+        create(cur, "good", "5 minutes", "SELECT host, count(*) AS n FROM gpu_metrics GROUP BY ALL")
+        create(cur, "fragile", "5 minutes", FRAGILE)
+        cur.execute(BAD_ROW)
+        cur.close()
+    nothing = run_wanka("--db", str(db_path), "refresh")
+    assert nothing.returncode == 0, nothing.stderr
+    assert nothing.stdout.strip() == "no dynamic table is due"
+
+    good = run_wanka("--db", str(db_path), "refresh", "good")
+    assert good.returncode == 0, good.stderr
+    assert (
+        good.stdout.startswith("good: incremental, 1 rows inserted, 0 deleted, ")
+        and " s" in good.stdout
+    )
+
+    bad = run_wanka("--db", str(db_path), "refresh", "fragile", "--full")
+    assert bad.returncode == 1
+    assert bad.stdout.startswith("fragile: FAILED after ") and "retry after" in bad.stdout
+    assert "1 of 1 refreshes failed: fragile" in bad.stderr
+
+    waiting = run_wanka("--db", str(db_path), "refresh")  # fragile is due but backs off
+    assert waiting.returncode == 0, waiting.stderr
+    assert waiting.stdout.startswith("fragile: skipped: failed 1 times in a row; next attempt")
+
+    unknown = run_wanka("--db", str(db_path), "refresh", "nope")
+    assert unknown.returncode == 2 and "no dynamic table named nope" in unknown.stderr

@@ -1,0 +1,104 @@
+"""The shipped dynamic tables: installed by the demo, each equal to its defining query."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from warehouse.demo import build_demo
+from warehouse.dynamic.history import RefreshResult
+from warehouse.dynamic.schedule import run_due
+from warehouse.dynamic.shipped import install_shipped, shipped_folder
+from warehouse.engine import Engine
+from warehouse.simulate import SimConfig
+
+SMALL = SimConfig(
+    gpus=64,
+    hours=1.5,
+    interval_s=60.0,
+    start=datetime(2026, 11, 1, tzinfo=UTC),
+    seed=3,
+    warmup_hours=12.0,
+)
+SHIPPED = sorted(p.stem for p in shipped_folder().glob("*.sql"))
+
+
+def same_rows(cur: duckdb.DuckDBPyConnection, name: str) -> None:
+    """The table's rows are its definition's rows (floats to 9 significant digits)."""
+    [(query,)] = cur.execute(
+        "SELECT definition FROM wanka.dynamic_tables WHERE name = ?", [name]
+    ).fetchall()
+
+    def rows(sql: str) -> list[tuple[object, ...]]:
+        out = [
+            tuple(float(f"{v:.9g}") if isinstance(v, float) and math.isfinite(v) else v for v in r)
+            for r in cur.execute(sql).fetchall()
+        ]
+        return sorted(out, key=repr)
+
+    table = rows(f'SELECT * FROM main."{name}"')
+    assert table and table == rows(query), name
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("shipped") / "w.duckdb"
+    with Engine(str(path)) as eng:
+        build_demo(eng, SMALL)  # installs and refreshes every file of sql/dynamic/
+    return path
+
+
+def test_every_file_says_what_it_answers_and_is_auto_or_incremental() -> None:
+    assert {"xid_errors_by_model", "energy_cluster_daily"} <= set(SHIPPED)
+    for path in shipped_folder().glob("*.sql"):
+        text = path.read_text()
+        assert text.startswith(f"-- {path.stem}: "), path
+        assert f"CREATE DYNAMIC TABLE {path.stem} WITH (freshness = " in text
+
+
+def test_demo_installs_every_shipped_table_equal_to_its_query(demo: Path) -> None:
+    with Engine(str(demo)) as eng:
+        cur = eng.cursor()
+        rows = cur.execute(
+            "SELECT name, state, resolved_mode, refresh_mode_reason FROM wanka.dynamic_tables "
+            "ORDER BY name"
+        ).fetchall()
+        assert [r[0] for r in rows] == SHIPPED and {r[1] for r in rows} == {"active"}
+        modes = {r[0]: (r[2], r[3]) for r in rows}
+        assert (
+            modes["energy_cluster_daily"][0] == "full"
+            and "join" in modes["energy_cluster_daily"][1]
+        )
+        for name in SHIPPED:
+            same_rows(cur, name)
+        assert install_shipped(eng) == []  # already there
+        cur.close()
+
+
+def test_shipped_tables_follow_new_data_through_the_scheduler(demo: Path) -> None:
+    with Engine(str(demo)) as eng:
+        cur = eng.cursor()
+        # another 90 minutes of telemetry and jobs, shifted past the simulated window
+        cur.execute(
+            "INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value, labels) "
+            "SELECT ts + INTERVAL 90 MINUTE, host, gpu, uuid, model, metric, value + 1, labels "
+            "FROM gpu_metrics"
+        )
+        cur.execute(
+            "INSERT INTO jobs (job_id, account, start_at, gpus, elapsed_s) "
+            "SELECT job_id || '_again', account, start_at + INTERVAL 1 DAY, gpus, elapsed_s "
+            "FROM jobs WHERE start_at IS NOT NULL"
+        )
+        done = run_due(cur, datetime.now(UTC) + timedelta(days=1))
+        assert sorted(d.name for d in done) == SHIPPED
+        assert all(isinstance(d, RefreshResult) for d in done)
+        modes = {d.name: d.refresh_mode for d in done if isinstance(d, RefreshResult)}
+        assert modes["gpu_hourly_host"] == "incremental"
+        assert modes["energy_cluster_daily"] == "full"
+        for name in SHIPPED:
+            same_rows(cur, name)
+        cur.close()
