@@ -5,7 +5,8 @@
 --   gpus_with_xid      distinct GPUs (uuid) showing an XID in the hour, count
 --   gpus_reporting     distinct GPUs reporting the field in the hour = GPU-hours observed
 --   gpus_with_xid_per_1k_gpu_hours   gpus_with_xid per 1,000 GPU-hours observed
--- Full refresh: count(DISTINCT ...) is not decomposable, and the planner says so.
+-- Groups plan: count(DISTINCT ...) is not decomposable, so a refresh recomputes only the hours
+-- and models of the rows inserted, updated or deleted since the last one.
 CREATE DYNAMIC TABLE xid_errors_by_model WITH (freshness = '15 minutes', refresh_mode = 'auto') AS
 SELECT time_bucket(INTERVAL '1 hour', ts) AS hour,
        model,

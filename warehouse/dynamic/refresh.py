@@ -1,11 +1,14 @@
 """One refresh of one dynamic table, in one transaction.
 
 The refresh reads the high watermark (the highest batch id of its sources, or of a logged
-update/delete on them), applies the plan's delta for batch ids in (watermark, high] — or the
-whole query when the plan is full, when FULL was asked for, or when a source was updated or
-deleted from since the watermark (the reason is recorded, never silent) — and records the
-refresh in wanka.dynamic_tables and wanka.refresh_history before COMMIT. A failure rolls the
-data back and is recorded afterwards, in a transaction of its own, with state 'failed'.
+update/delete on them), applies the plan's delta for batch ids in (watermark, high] — for a
+'groups' plan, or an 'aggregate' plan whose source saw an update or delete since the watermark,
+it recomputes only the affected groups (warehouse.dynamic.regroup); the whole query when the
+plan is full, when FULL was asked for, or when an append plan's source was updated or deleted
+from (the reason is recorded, never silent) — and records the refresh in wanka.dynamic_tables
+and wanka.refresh_history before COMMIT, then trims the change logs every dynamic table has
+seen. A failure rolls the data back and is recorded afterwards, in a transaction of its own,
+with state 'failed'.
 
 Known limit: batch ids are taken when a write starts, so a write that commits after a refresh
 that saw a newer batch id is not seen incrementally; ingest and refresh run one at a time here.
@@ -23,6 +26,7 @@ from warehouse.dynamic import catalog, history
 from warehouse.dynamic.catalog import DynamicTable
 from warehouse.dynamic.history import RefreshResult
 from warehouse.dynamic.plan import TRACKED, state_table
+from warehouse.dynamic.regroup import can_recompute, recompute_groups, trim_changes
 from warehouse.errors import UserError, WankaError
 from warehouse.query import one_line
 
@@ -68,10 +72,7 @@ def _probe(cur: duckdb.DuckDBPyConnection, dt: DynamicTable) -> tuple[datetime, 
     for item in found:
         table, kind, count, seq = item.values() if isinstance(item, dict) else item
         high = max(high, int(seq))
-        change = change or (
-            f"{kind} of {count} rows on {table} since the last refresh: updated and deleted "
-            "rows are not tracked one by one yet, so this refresh recomputed the whole table"
-        )
+        change = change or f"{kind} of {count} rows on {table} since the last refresh"
     return data_ts, high, change
 
 
@@ -133,21 +134,31 @@ def _apply(
     dt = catalog.load(cur, name)
     data_ts, high, change = _probe(cur, dt)
     reason: str | None
+    inserted = deleted = 0
     if full:
         mode, reason = "full", "a full refresh was asked for"
     elif dt.plan.kind == "full":
         mode, reason = "full", dt.plan.reason
-    elif change:
-        mode, reason = "full", change
+    elif change and not can_recompute(dt):
+        mode, reason = (
+            "full",
+            (
+                f"{change}: this plan cannot take rows back one by one, so this refresh "
+                "recomputed the whole table"
+            ),
+        )
+    elif change or (dt.plan.kind == "groups" and high != dt.watermark):
+        mode = "incremental"
+        inserted, deleted, groups = recompute_groups(cur, dt, visible_table(dt.name), high)
+        done = f"recomputed the {groups} groups those rows belong to"
+        reason = f"{change}: {done}" if change else None
     elif high == dt.watermark:
         mode, reason = "no_data", None
     else:
         mode, reason = "incremental", None
-    inserted = deleted = 0
+        inserted, deleted = _incremental(cur, dt, high)
     if mode == "full":
         inserted, deleted = _full(cur, dt, high)
-    elif mode == "incremental":
-        inserted, deleted = _incremental(cur, dt, high)
     lag_s = (datetime.now(UTC) - data_ts).total_seconds()
     catalog.update(
         cur,
@@ -159,6 +170,7 @@ def _apply(
         state="active",
         error=None,
     )
+    trim_changes(cur, dt.sources)
     return RefreshResult(name, mode, reason, inserted, deleted, started, data_ts)
 
 

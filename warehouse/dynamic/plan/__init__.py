@@ -1,9 +1,9 @@
 """The incremental planner: a defining SELECT in, a refresh strategy with its SQL out.
 
 Like sqlglot's optimizer it is a short pipeline of named steps over a sqlglot tree, each in its
-own module with golden tests: normalize (GROUP BY as expressions) → shape (append, aggregate or
-full, with the reason) → determinism (DuckDB function stability) → delta / aggregate / merge
-(the SQL each refresh runs, with `$lo`/`$hi` binding the window of new batch ids).
+own module with golden tests: normalize (GROUP BY as expressions) → shape (append, aggregate,
+groups or full, with the reason) → determinism (DuckDB function stability) → delta / aggregate /
+merge / groups (the SQL each refresh runs, with `$lo`/`$hi` binding the window of new batch ids).
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from warehouse.dynamic.plan.aggregate import plan_aggregate
+from warehouse.dynamic.plan.aggregate import key_positions, plan_aggregate
 from warehouse.dynamic.plan.delta import restrict_to_delta
 from warehouse.dynamic.plan.determinism import nondeterminism_reason
+from warehouse.dynamic.plan.groups import affected_keys, bounds_query, restrict_to_groups
 from warehouse.dynamic.plan.merge import merge_sql
 from warehouse.dynamic.plan.normalize import normalize_group_by
 from warehouse.dynamic.plan.shape import classify, source_tables
@@ -40,7 +41,7 @@ TRACKED = frozenset(
 
 @dataclass(frozen=True)
 class Plan:
-    """How a dynamic table is refreshed. `kind` is 'append', 'aggregate' or 'full'."""
+    """How a dynamic table is refreshed. `kind` is 'append', 'aggregate', 'groups' or 'full'."""
 
     kind: str
     reason: str | None
@@ -51,6 +52,9 @@ class Plan:
     merge_sql: str | None = None  # aggregate: fold the delta into the state
     visible_sql: str | None = None  # aggregate: the touched groups' rows, from the state
     key_positions: list[int] = field(default_factory=list)
+    affected_sql: str | None = None  # aggregate, groups: the keys (k0, ...) of the changed rows
+    groups_sql: str | None = None  # groups: the query, aggregate: the state, of those keys only
+    bounds_sql: str | None = None  # aggregate, groups: count and time bounds of those keys
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -89,12 +93,25 @@ def plan_query(
             kind, reason_text = "full", found
     if kind == "append":
         return Plan(kind, None, sources, query, delta_sql=restrict_to_delta(select).sql("duckdb"))
+    if kind in ("aggregate", "groups") and -1 in key_positions(select):
+        keys = "every GROUP BY key must be a column of the result to rewrite its rows"
+        return Plan("full", keys, sources, query)
+    not_null = _not_null(con, sources[0])
+    if kind == "groups":
+        return Plan(
+            kind,
+            None,
+            sources,
+            query,
+            key_positions=key_positions(select),
+            affected_sql=affected_keys(select).sql("duckdb"),
+            groups_sql=restrict_to_groups(select, not_null).sql("duckdb"),
+            bounds_sql=bounds_query(select, not_null).sql("duckdb"),
+        )
     if kind == "aggregate":
         table = state_table(name)
         agg = plan_aggregate(select, table)
-        if -1 in agg.key_positions:
-            keys = "every GROUP BY key must be a column of the result to rewrite its rows"
-            return Plan("full", keys, sources, query)
+        state = cast(exp.Select, parse_select(agg.state_sql))
         return Plan(
             kind,
             None,
@@ -105,6 +122,9 @@ def plan_query(
             merge_sql=merge_sql(agg, table),
             visible_sql=agg.visible_sql,
             key_positions=agg.key_positions,
+            affected_sql=affected_keys(select).sql("duckdb"),
+            groups_sql=restrict_to_groups(state, not_null).sql("duckdb"),
+            bounds_sql=bounds_query(select, not_null).sql("duckdb"),
         )
     return Plan("full", reason_text, sources, query)
 
@@ -112,3 +132,15 @@ def plan_query(
 def parse_select(text: str) -> exp.Expression:
     """Parse a defining query in DuckDB's dialect."""
     return cast(exp.Expression, sqlglot.parse_one(text, read="duckdb"))
+
+
+def _not_null(con: duckdb.DuckDBPyConnection | None, table: str) -> frozenset[str]:
+    """The NOT NULL columns of base table `table` (none known without a connection)."""
+    if con is None:
+        return frozenset()
+    rows = con.execute(
+        "SELECT lower(column_name) FROM duckdb_columns() WHERE schema_name = 'main' "
+        "AND table_name = ? AND NOT is_nullable",
+        [table],
+    ).fetchall()
+    return frozenset(r[0] for r in rows)

@@ -1,7 +1,7 @@
 """Planner step: which refresh strategy a query's shape allows, and why not when it doesn't.
 
-Returns ('append' | 'aggregate', None) for shapes the incremental strategies maintain, else
-('full', reason) with a reason meant for the person who wrote the query.
+Returns ('append' | 'aggregate' | 'groups', None) for shapes the incremental strategies
+maintain, else ('full', reason) with a reason meant for the person who wrote the query.
 """
 
 from __future__ import annotations
@@ -10,6 +10,15 @@ from sqlglot import exp
 
 #: Aggregates whose value over old + new rows follows from their values over each part.
 DECOMPOSABLE = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
+
+#: Aggregates whose value depends on the order rows are read in: a recompute may differ.
+ORDER_DEPENDENT = (exp.AnyValue, exp.First, exp.Last)
+
+
+def _not_decomposable(agg: exp.AggFunc) -> bool:
+    """count(DISTINCT), quantiles, list, string_agg, UDF aggregates: recompute their groups."""
+    distinct = isinstance(agg.this, exp.Distinct) or agg.find(exp.Distinct) is not None
+    return distinct or not isinstance(agg, DECOMPOSABLE)
 
 
 def source_tables(select: exp.Expression) -> list[str]:
@@ -44,20 +53,15 @@ def classify(
     aggregates = [a for a in select.find_all(exp.AggFunc)]
     if not aggregates and not select.args.get("group"):
         return "append", None
-    for agg in aggregates:
-        if isinstance(agg.this, exp.Distinct) or agg.find(exp.Distinct):
-            name = agg.sql_name().lower()
-            return "full", (
-                f"{name}(DISTINCT ...) is not decomposable: the distinct values of old and new "
-                "rows cannot be combined from their counts"
-            )
-        if not isinstance(agg, DECOMPOSABLE):
-            return "full", (
-                f"{agg.sql('duckdb')} is not decomposable: only count, sum, min, max and avg "
-                "are maintained incrementally"
-            )
     if not select.args.get("group"):
         return "full", "an aggregate without GROUP BY is one row and is recomputed fully"
+    for agg in aggregates:
+        if isinstance(agg, ORDER_DEPENDENT):
+            return "full", (
+                f"{agg.sql('duckdb')} depends on the order rows are read in: refreshed fully"
+            )
+    if any(_not_decomposable(agg) for agg in aggregates):
+        return "groups", None
     return "aggregate", None
 
 
