@@ -4,11 +4,12 @@ The refresh reads the high watermark (the highest batch id of its sources, or of
 update/delete on them), applies the plan's delta for batch ids in (watermark, high] — for a
 'groups' plan, or an 'aggregate' plan whose source saw an update or delete since the watermark,
 it recomputes only the affected groups (warehouse.dynamic.regroup); the whole query when the
-plan is full, when FULL was asked for, or when an append plan's source was updated or deleted
-from (the reason is recorded, never silent) — and records the refresh in wanka.dynamic_tables
-and wanka.refresh_history before COMMIT, then trims the change logs every dynamic table has
-seen. A failure rolls the data back and is recorded afterwards, in a transaction of its own,
-with state 'failed'.
+plan is full, when FULL was asked for, when an append plan's source was updated or deleted
+from, or when the affected groups are at least half of a large table's groups, where a full
+refresh is the cheaper (regroup.full_is_cheaper); the reason is recorded, never silent — and
+records the refresh in wanka.dynamic_tables and wanka.refresh_history before COMMIT, then trims
+the change logs every dynamic table has seen. A failure rolls the data back and is recorded
+afterwards, in a transaction of its own, with state 'failed'.
 
 Known limit: batch ids are taken when a write starts, so a write that commits after a refresh
 that saw a newer batch id is not seen incrementally; ingest and refresh run one at a time here.
@@ -26,7 +27,13 @@ from warehouse.dynamic import catalog, history
 from warehouse.dynamic.catalog import DynamicTable
 from warehouse.dynamic.history import RefreshResult
 from warehouse.dynamic.plan import TRACKED, state_table
-from warehouse.dynamic.regroup import can_recompute, recompute_groups, trim_changes
+from warehouse.dynamic.regroup import (
+    affected_groups,
+    can_recompute,
+    full_is_cheaper,
+    recompute_groups,
+    trim_changes,
+)
 from warehouse.errors import UserError, WankaError
 from warehouse.query import one_line
 
@@ -148,10 +155,16 @@ def _apply(
             ),
         )
     elif change or (dt.plan.kind == "groups" and high != dt.watermark):
-        mode = "incremental"
-        inserted, deleted, groups = recompute_groups(cur, dt, visible_table(dt.name), high)
-        done = f"recomputed the {groups} groups those rows belong to"
-        reason = f"{change}: {done}" if change else None
+        target = visible_table(dt.name)
+        affected = affected_groups(cur, dt, high)
+        cheaper = full_is_cheaper(cur, target, affected[0])
+        if cheaper is not None:
+            mode, reason = "full", cheaper
+        else:
+            mode = "incremental"
+            inserted, deleted, groups = recompute_groups(cur, dt, target, high, affected)
+            done = f"recomputed the {groups} groups those rows belong to"
+            reason = f"{change}: {done}" if change else None
     elif high == dt.watermark:
         mode, reason = "no_data", None
     else:

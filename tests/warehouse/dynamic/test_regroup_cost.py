@@ -1,0 +1,109 @@
+"""The cost rule of an affected-groups refresh: a full refresh once most groups are affected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from warehouse.dynamic.regroup import FULL_MIN_GROUPS
+from warehouse.engine import Engine
+from warehouse.query import execute
+
+HOSTS = FULL_MIN_GROUPS + 200  # one group per host: a table the rule applies to
+#: One row per host, value i, in one hour.
+SEED = (
+    "INSERT INTO gpu_metrics (ts, host, metric, value) SELECT TIMESTAMPTZ '2026-11-01' "
+    f"+ (i % 60) * INTERVAL 1 MINUTE, 'h' || i, 'U', i FROM range({HOSTS}) t(i)"
+)
+GROUPS = (
+    "SELECT host, count(DISTINCT value) AS d, median(value) AS m FROM gpu_metrics GROUP BY host"
+)
+AGGREGATE = "SELECT host, sum(value) AS s, count(*) AS n FROM gpu_metrics GROUP BY host"
+
+
+def rows(eng: Engine, sql: str) -> list[dict[str, object]]:
+    cur = eng.cursor()
+    try:
+        return execute(cur, sql).read_all().to_pylist()
+    finally:
+        cur.close()
+
+
+def same_as_query(eng: Engine, query: str) -> bool:
+    return rows(eng, f"SELECT count(*) AS n FROM (SELECT * FROM t EXCEPT ALL {query})") == [
+        {"n": 0}
+    ] and rows(eng, f"SELECT count(*) AS n FROM ({query} EXCEPT ALL SELECT * FROM t)") == [{"n": 0}]
+
+
+@pytest.fixture
+def eng(db_path: Path) -> Engine:
+    engine = Engine(str(db_path))
+    engine.con.execute(SEED)
+    return engine
+
+
+def create(eng: Engine, query: str, plan: str) -> None:
+    made = rows(eng, f"CREATE DYNAMIC TABLE t WITH (freshness = '1 hour') AS {query}")[0]
+    assert made["refresh_mode"] == plan
+
+
+def test_most_groups_appended_to_refresh_fully(eng: Engine) -> None:
+    create(eng, GROUPS, "groups")
+    most = HOSTS * 3 // 4  # 900 of 1,200 hosts get a row, 10 hosts a new group
+    eng.con.execute(SEED.replace(f"range({HOSTS})", f"range({HOSTS - most + 10}, {HOSTS + 10})"))
+    done = rows(eng, "REFRESH DYNAMIC TABLE t")[0]
+    assert done["refresh_mode"] == "full"
+    assert done["reason"] == (
+        f"{most} of {HOSTS} groups affected: a full refresh is cheaper than recomputing them"
+    )
+    assert (done["rows_inserted"], done["rows_deleted"]) == (HOSTS + 10, HOSTS)
+    assert same_as_query(eng, GROUPS)
+    history = rows(
+        eng,
+        "SELECT refresh_mode, refresh_mode_reason AS r FROM wanka.refresh_history "
+        "ORDER BY started_at DESC LIMIT 1",
+    )
+    assert history == [{"refresh_mode": "full", "r": done["reason"]}]
+    assert rows(eng, "REFRESH DYNAMIC TABLE t")[0]["refresh_mode"] == "no_data"
+
+
+def test_few_groups_appended_to_are_recomputed(eng: Engine) -> None:
+    create(eng, GROUPS, "groups")
+    eng.con.execute(SEED.replace(f"range({HOSTS})", "range(10)"))
+    done = rows(eng, "REFRESH DYNAMIC TABLE t")[0]
+    assert (done["refresh_mode"], done["rows_inserted"], done["rows_deleted"]) == (
+        "incremental",
+        10,
+        10,
+    )
+    assert same_as_query(eng, GROUPS)
+
+
+def test_aggregate_update_of_most_groups_rebuilds_the_state(eng: Engine) -> None:
+    create(eng, AGGREGATE, "aggregate")
+    eng.con.execute(f"UPDATE gpu_metrics SET value = value + 1 WHERE value >= {HOSTS // 4}")
+    done = rows(eng, "REFRESH DYNAMIC TABLE t")[0]
+    most = HOSTS - HOSTS // 4
+    assert done["refresh_mode"] == "full"
+    assert done["reason"] == (
+        f"{most} of {HOSTS} groups affected: a full refresh is cheaper than recomputing them"
+    )
+    assert same_as_query(eng, AGGREGATE)
+    # the state was rebuilt by the full refresh: a later update of a few groups, recomputed
+    # from it, still gives the query's result
+    eng.con.execute("UPDATE gpu_metrics SET value = value + 1 WHERE value < 5")
+    done = rows(eng, "REFRESH DYNAMIC TABLE t")[0]
+    assert done["refresh_mode"] == "incremental" and "recomputed the 5 groups" in done["reason"]
+    eng.con.execute(SEED.replace(f"range({HOSTS})", "range(3)"))
+    assert rows(eng, "REFRESH DYNAMIC TABLE t")[0]["refresh_mode"] == "incremental"
+    assert same_as_query(eng, AGGREGATE)
+
+
+def test_small_tables_stay_incremental(eng: Engine) -> None:
+    eng.con.execute("DELETE FROM gpu_metrics WHERE value >= 20")
+    create(eng, GROUPS, "groups")
+    eng.con.execute(SEED.replace(f"range({HOSTS})", "range(20)"))  # every group affected
+    done = rows(eng, "REFRESH DYNAMIC TABLE t")[0]
+    assert done["refresh_mode"] == "incremental"
+    assert same_as_query(eng, GROUPS)
