@@ -9,7 +9,8 @@ from, or when the affected groups are at least half of a large table's groups, w
 refresh is the cheaper (regroup.full_is_cheaper); the reason is recorded, never silent — and
 records the refresh in wanka.dynamic_tables and wanka.refresh_history before COMMIT, then trims
 the change logs every dynamic table has seen. A failure rolls the data back and is recorded
-afterwards, in a transaction of its own, with state 'failed'.
+afterwards, in a transaction of its own, with state 'failed'. The trim is skipped when the
+probe found no logged change since the watermark: there is then nothing this refresh unblocks.
 
 Known limit: batch ids are taken when a write starts, so a write that commits after a refresh
 that saw a newer batch id is not seen incrementally; ingest and refresh run one at a time here.
@@ -183,7 +184,10 @@ def _apply(
         state="active",
         error=None,
     )
-    trim_changes(cur, dt.sources)
+    if change:
+        # log rows are trimmable only once this refresh has seen some: with none since the
+        # watermark, the last refresh that saw them already trimmed what every table has seen
+        trim_changes(cur, dt.sources)
     return RefreshResult(name, mode, reason, inserted, deleted, started, data_ts)
 
 
