@@ -19,7 +19,6 @@ that saw a newer batch id is not seen incrementally; ingest and refresh run one 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import duckdb
 from sqlglot import exp
@@ -31,6 +30,8 @@ from warehouse.dynamic.plan import TRACKED, state_table
 from warehouse.dynamic.regroup import (
     affected_groups,
     can_recompute,
+    count_rows,
+    delete_keys_sql,
     full_is_cheaper,
     recompute_groups,
     trim_changes,
@@ -47,11 +48,6 @@ def _quoted(name: str, schema: str | None = None) -> str:
 def visible_table(name: str) -> str:
     """`main."<name>"`: the table people query."""
     return _quoted(name, "main")
-
-
-def _count(cur: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None) -> int:
-    rows = cur.execute(sql, params).fetchall() if params else cur.execute(sql).fetchall()
-    return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
 
 def _probe(cur: duckdb.DuckDBPyConnection, dt: DynamicTable) -> tuple[datetime, int, str | None]:
@@ -86,8 +82,8 @@ def _probe(cur: duckdb.DuckDBPyConnection, dt: DynamicTable) -> tuple[datetime, 
 
 def _full(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, high: int) -> tuple[int, int]:
     target = visible_table(dt.name)
-    deleted = _count(cur, f"DELETE FROM {target}")
-    inserted = _count(cur, f"INSERT INTO {target} {dt.plan.query}")
+    deleted = count_rows(cur, f"DELETE FROM {target}")
+    inserted = count_rows(cur, f"INSERT INTO {target} {dt.plan.query}")
     if dt.plan.kind == "aggregate" and dt.plan.state_sql:
         state = state_table(dt.name).sql("duckdb")
         cur.execute(f"DELETE FROM {state}")
@@ -103,37 +99,19 @@ def _incremental(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, high: int) ->
     window = {"lo": dt.watermark, "hi": high}
     if plan.kind == "append":
         assert plan.delta_sql is not None
-        return _count(cur, f"INSERT INTO {target} {plan.delta_sql}", window), 0
+        return count_rows(cur, f"INSERT INTO {target} {plan.delta_sql}", window), 0
     assert plan.merge_sql is not None and plan.visible_sql is not None
     cur.execute(plan.merge_sql, window)
-    deleted = _count(cur, _delete_touched_sql(cur, dt), {"hi": high})
-    inserted = _count(cur, f"INSERT INTO {target} {plan.visible_sql}", {"hi": high})
+    deleted = count_rows(cur, _delete_touched_sql(cur, dt), {"hi": high})
+    inserted = count_rows(cur, f"INSERT INTO {target} {plan.visible_sql}", {"hi": high})
     return inserted, deleted
 
 
-#: (name, query) -> the DELETE of the touched groups' visible rows: built once per process, so
-#: an incremental refresh does not ask DuckDB for the table's columns each time.
-_DELETE_TOUCHED: dict[tuple[str, str], str] = {}
-
-
 def _delete_touched_sql(cur: duckdb.DuckDBPyConnection, dt: DynamicTable) -> str:
-    plan, target = dt.plan, visible_table(dt.name)
-    cached = _DELETE_TOUCHED.get((dt.name, plan.query))
-    if cached is not None:
-        return cached
-    columns = [d[0] for d in cur.execute(f"SELECT * FROM {target} LIMIT 0").description]
-    keys = [f"k{i}" for i in range(len(plan.key_positions))]
-    match = " AND ".join(
-        exp.NullSafeEQ(
-            this=exp.column(columns[p], "v", quoted=True), expression=exp.column(k, "d")
-        ).sql("duckdb")
-        for p, k in zip(plan.key_positions, keys, strict=True)
-    )
-    state = state_table(dt.name).sql("duckdb")
-    touched = f"SELECT {', '.join(keys)} FROM {state} WHERE __wm = $hi"
-    sql = f"DELETE FROM {target} AS v USING ({touched}) AS d WHERE {match}"
-    _DELETE_TOUCHED[(dt.name, plan.query)] = sql
-    return sql
+    """DELETE of the visible rows of the groups this refresh merged into the state."""
+    keys = ", ".join(f"k{i}" for i in range(len(dt.plan.key_positions)))
+    touched = f"SELECT {keys} FROM {state_table(dt.name).sql('duckdb')} WHERE __wm = $hi"
+    return delete_keys_sql(cur, dt, visible_table(dt.name), touched)
 
 
 def _apply(

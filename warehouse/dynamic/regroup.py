@@ -19,8 +19,11 @@ from warehouse.dynamic.plan import TRACKED, state_table
 from warehouse.dynamic.plan.groups import changes_table
 
 
-def _count(cur: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> int:
-    rows = cur.execute(sql, params).fetchall()
+def count_rows(
+    cur: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None
+) -> int:
+    """The first value of a statement's result as an int (a count, or rows a DML changed)."""
+    rows = cur.execute(sql, params).fetchall() if params else cur.execute(sql).fetchall()
     return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
 
@@ -34,20 +37,22 @@ def _match(columns: list[str], alias: str) -> str:
     )
 
 
-#: (name, query) -> the DELETE of the affected groups' visible rows, built once per process.
-_DELETE_AFFECTED: dict[tuple[str, str], str] = {}
+#: (name, query, keys query) -> the DELETE of those keys' visible rows, built once per process
+#: so a refresh does not ask DuckDB for the table's columns each time.
+_DELETE_KEYS: dict[tuple[str, str, str], str] = {}
 
 
-def _delete_visible_sql(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, target: str) -> str:
+def delete_keys_sql(
+    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, target: str, keys_sql: str
+) -> str:
+    """DELETE of the visible rows whose group keys `keys_sql` lists (as columns k0, k1, ...)."""
     plan = dt.plan
-    cached = _DELETE_AFFECTED.get((dt.name, plan.query))
+    cached = _DELETE_KEYS.get((dt.name, plan.query, keys_sql))
     if cached is None:
         columns = [d[0] for d in cur.execute(f"SELECT * FROM {target} LIMIT 0").description]
         keys = [columns[p] for p in plan.key_positions]
-        cached = f"DELETE FROM {target} AS v USING ({plan.affected_sql}) AS d WHERE " + _match(
-            keys, "v"
-        )
-        _DELETE_AFFECTED[(dt.name, plan.query)] = cached
+        cached = f"DELETE FROM {target} AS v USING ({keys_sql}) AS d WHERE " + _match(keys, "v")
+        _DELETE_KEYS[(dt.name, plan.query, keys_sql)] = cached
     return cached
 
 
@@ -96,7 +101,7 @@ def full_is_cheaper(cur: duckdb.DuckDBPyConnection, target: str, groups: int) ->
     """
     if groups == 0:
         return None
-    current = _count(cur, f"SELECT count(*) FROM {target}", {})
+    current = count_rows(cur, f"SELECT count(*) FROM {target}", {})
     if current < FULL_MIN_GROUPS or groups < FULL_SHARE * current:
         return None
     return f"{groups} of {current} groups affected: a full refresh is cheaper than recomputing them"
@@ -132,11 +137,11 @@ def recompute_groups(
             f"INSERT INTO {state} SELECT *, CAST($hi AS BIGINT) AS __wm FROM ({plan.groups_sql})",
             ranged,
         )
-        deleted = _count(cur, _delete_visible_sql(cur, dt, target), window)
-        inserted = _count(cur, f"INSERT INTO {target} {plan.visible_sql}", {"hi": high})
+        deleted = count_rows(cur, delete_keys_sql(cur, dt, target, plan.affected_sql), window)
+        inserted = count_rows(cur, f"INSERT INTO {target} {plan.visible_sql}", {"hi": high})
         return inserted, deleted, groups
-    deleted = _count(cur, _delete_visible_sql(cur, dt, target), window)
-    inserted = _count(cur, f"INSERT INTO {target} SELECT * FROM ({plan.groups_sql})", ranged)
+    deleted = count_rows(cur, delete_keys_sql(cur, dt, target, plan.affected_sql), window)
+    inserted = count_rows(cur, f"INSERT INTO {target} SELECT * FROM ({plan.groups_sql})", ranged)
     return inserted, deleted, groups
 
 
