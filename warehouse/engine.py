@@ -150,6 +150,20 @@ class Engine:
         """Append Arrow rows to `table`, matching columns by name; returns rows written."""
         return insert_arrow(cur, table, data)
 
+    def lock_down(self, *, memory_limit: str | None = None) -> None:
+        """Serve user SQL from now on: no file access, no extension loading, settings locked.
+
+        For the life of this engine (DuckDB cannot undo it): file reads, COPY, ATTACH and
+        INSTALL/LOAD fail, and every later SET is refused. Ingest still works, because readers
+        read files in Python and hand DuckDB Arrow. Call after migrations and reference loads.
+        """
+        with self._lock:
+            if memory_limit:
+                self.con.execute(f"SET memory_limit = {_sql_string(memory_limit)}")
+            self.con.execute("SET autoload_known_extensions = false")
+            self.con.execute("SET enable_external_access = false")
+            self.con.execute("SET lock_configuration = true")
+
     @property
     def schema_version(self) -> int:
         return applied_version(self.con)
@@ -293,6 +307,12 @@ def load_reference_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
         try:
             con.execute(f"DELETE FROM {_quote_table(ref.table)}")
             insert_arrow(con, ref.table, rows)
+            # dynamic tables joining a reference table see the reload and refresh fully
+            con.execute(
+                "INSERT INTO wanka.table_changes SELECT ?, nextval('wanka.batch_seq'), 'reload', "
+                "?, now()",
+                [ref.table, rows.num_rows],
+            )
             con.execute(
                 "INSERT OR REPLACE INTO wanka.reference_loads VALUES (?, ?, ?, ?, now())",
                 [ref.table, ref.path.name, digest, rows.num_rows],

@@ -1,0 +1,108 @@
+"""What the warehouse holds, for people and tools: tables, their columns, dynamic tables."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+
+from warehouse.errors import UserError
+
+#: Schemas listed; `wanka.users` and `wanka.tokens` never are.
+LISTED_SCHEMAS = ("main", "wanka")
+HIDDEN = frozenset({("wanka", "users"), ("wanka", "tokens")})
+
+
+def _qualified(schema: str, table: str) -> str:
+    return table if schema == "main" else f"{schema}.{table}"
+
+
+def list_tables(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Every table and view of the warehouse: name, kind, estimated rows, columns."""
+    dynamic = _dynamic_names(cur)
+    rows = cur.execute(
+        "SELECT schema_name, table_name, estimated_size, 'table' FROM duckdb_tables() "
+        "WHERE database_name = current_database() AND schema_name IN ('main', 'wanka') "
+        "UNION ALL SELECT schema_name, view_name, NULL, 'view' FROM duckdb_views() "
+        "WHERE database_name = current_database() AND schema_name IN ('main', 'wanka') "
+        "AND NOT internal ORDER BY 1, 2"
+    ).fetchall()
+    columns = _columns(cur)
+    found = []
+    for schema, table, estimated, kind in rows:
+        if (schema, table) in HIDDEN:
+            continue
+        name = _qualified(schema, table)
+        found.append(
+            {
+                "name": name,
+                "kind": "dynamic table" if schema == "main" and table in dynamic else kind,
+                "estimated_rows": estimated,
+                "columns": columns.get((schema, table), []),
+            }
+        )
+    return found
+
+
+def describe_table(cur: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any]:
+    """One table's columns, types and exact row count; UserError when there is no such table."""
+    by_name = {t["name"]: t for t in list_tables(cur)}
+    found = by_name.get(name)
+    if found is None:
+        raise LookupError(f"no table named {name!r}")
+    schema, _, table = name.rpartition(".")
+    quoted = '"' + table.replace('"', '""') + '"'
+    if schema:
+        quoted = f'"{schema}".{quoted}'
+    count = cur.execute(f"SELECT count(*) FROM {quoted}").fetchall()[0][0]  # name listed above
+    return {**found, "rows": int(count)}
+
+
+def _columns(cur: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    rows = cur.execute(
+        "SELECT schema_name, table_name, column_name, data_type, is_nullable "
+        "FROM duckdb_columns() WHERE database_name = current_database() "
+        "AND schema_name IN ('main', 'wanka') ORDER BY schema_name, table_name, column_index"
+    ).fetchall()
+    found: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for schema, table, column, data_type, nullable in rows:
+        found.setdefault((schema, table), []).append(
+            {"name": column, "type": data_type, "nullable": bool(nullable)}
+        )
+    return found
+
+
+def _dynamic_names(cur: duckdb.DuckDBPyConnection) -> frozenset[str]:
+    return frozenset(r[0] for r in cur.execute("SELECT name FROM wanka.dynamic_tables").fetchall())
+
+
+def list_dynamic_tables(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Each dynamic table: freshness, mode (and why), state, last refresh, lag in seconds."""
+    rel = cur.execute(
+        "SELECT name, freshness, refresh_mode, refresh_mode_reason, state, error, "
+        "last_refresh_at, data_timestamp, definition FROM wanka.dynamic_tables ORDER BY name"
+    )
+    names = [d[0] for d in rel.description]
+    now = datetime.now(UTC)
+    found = []
+    for row in rel.fetchall():
+        item = dict(zip(names, row, strict=True))
+        stamp = item["data_timestamp"]
+        item["lag_s"] = (now - stamp).total_seconds() if stamp is not None else None
+        for key in ("last_refresh_at", "data_timestamp"):
+            item[key] = item[key].isoformat() if item[key] is not None else None
+        found.append(item)
+    return found
+
+
+def refresh_lag_s(cur: duckdb.DuckDBPyConnection) -> dict[str, float]:
+    """Seconds since each refreshed dynamic table's data timestamp (for /metrics)."""
+    return {t["name"]: t["lag_s"] for t in list_dynamic_tables(cur) if t["lag_s"] is not None}
+
+
+def check_known(name: str, names: frozenset[str]) -> str:
+    """`name` when it is one of `names`, else a UserError."""
+    if name not in names:
+        raise UserError(f"no dynamic table named {name!r}")
+    return name
