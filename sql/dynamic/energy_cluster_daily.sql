@@ -4,8 +4,9 @@
 -- interval); GPU power only, not the host or the facility (multiply by PUE for that).
 --   energy_kwh   GPU energy, kWh
 --   samples      power samples, count
--- Full refresh: the query joins gpu_metrics with nodes (for the cluster), and joins are
--- recomputed, not maintained incrementally, yet; the planner records that reason.
+-- Groups plan: the query joins gpu_metrics with nodes (for the cluster), so a refresh recomputes
+-- the days and clusters that new or changed rows on either side touch — new samples, or a host
+-- moved to another cluster (its old cluster's days are found through the logged old row).
 CREATE DYNAMIC TABLE energy_cluster_daily WITH (freshness = '1 hour', refresh_mode = 'auto') AS
 SELECT date_trunc('day', m.ts) AS day,
        n.cluster,

@@ -50,13 +50,17 @@ def visible_table(name: str) -> str:
     return _quoted(name, "main")
 
 
-def _probe(cur: duckdb.DuckDBPyConnection, dt: DynamicTable) -> tuple[datetime, int, str | None]:
-    """In one statement: the transaction's now(), the high watermark, an update/delete seen.
+def _probe(
+    cur: duckdb.DuckDBPyConnection, dt: DynamicTable
+) -> tuple[datetime, int, str | None, str | None]:
+    """In one statement: the transaction's now(), the high watermark, a change seen, a reload.
 
     The high watermark is the batch id this refresh brings the table up to. Batch ids grow in
     insertion order, so `batch_id > watermark` lets DuckDB's zone maps skip every row group
     older than the last refresh: the new maximum of a source is read without scanning old rows.
-    Updates and deletes since the watermark come from wanka.table_changes.
+    Updates and deletes since the watermark come from wanka.table_changes, as do the rows a
+    source dynamic table's refresh inserted or deleted (warehouse.dynamic.chain) and reloads of
+    reference tables (which no incremental plan can follow).
     """
     tracked = [s for s in dt.sources if s in TRACKED]
     maxima = "".join(
@@ -65,19 +69,21 @@ def _probe(cur: duckdb.DuckDBPyConnection, dt: DynamicTable) -> tuple[datetime, 
     changes = (
         ", (SELECT list((table_name, kind, n, seq) ORDER BY table_name, kind) FROM ("
         "SELECT table_name, kind, sum(rows) AS n, max(seq) AS seq FROM wanka.table_changes "
-        "WHERE seq > $wm AND list_contains($tracked, table_name) GROUP BY ALL))"
+        "WHERE seq > $wm AND list_contains($sources, table_name) GROUP BY ALL))"
     )
     row = cur.execute(
-        f"SELECT now(){changes}{maxima}", {"wm": dt.watermark, "tracked": tracked}
+        f"SELECT now(){changes}{maxima}", {"wm": dt.watermark, "sources": dt.sources}
     ).fetchall()[0]
     data_ts, found, highs = row[0], row[1] or [], row[2:]
     high = max([dt.watermark, *(int(v) for v in highs if v is not None)])
-    change = None
+    change = reload = None
     for item in found:
         table, kind, count, seq = item.values() if isinstance(item, dict) else item
         high = max(high, int(seq))
         change = change or f"{kind} of {count} rows on {table} since the last refresh"
-    return data_ts, high, change
+        if kind == "reload":
+            reload = f"reference table {table} was reloaded (a new wanka release): recomputed"
+    return data_ts, high, change, reload
 
 
 def _full(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, high: int) -> tuple[int, int]:
@@ -118,13 +124,15 @@ def _apply(
     cur: duckdb.DuckDBPyConnection, name: str, full: bool, started: datetime
 ) -> RefreshResult:
     dt = catalog.load(cur, name)
-    data_ts, high, change = _probe(cur, dt)
+    data_ts, high, change, reload = _probe(cur, dt)
     reason: str | None
     inserted = deleted = 0
     if full:
         mode, reason = "full", "a full refresh was asked for"
     elif dt.plan.kind == "full":
         mode, reason = "full", dt.plan.reason
+    elif reload:
+        mode, reason = "full", reload
     elif change and not can_recompute(dt):
         mode, reason = (
             "full",
@@ -165,7 +173,7 @@ def _apply(
     if change:
         # log rows are trimmable only once this refresh has seen some: with none since the
         # watermark, the last refresh that saw them already trimmed what every table has seen
-        trim_changes(cur, dt.sources)
+        trim_changes(cur, [s for s in dt.sources if s in TRACKED or s in catalog.names(cur)])
     return RefreshResult(name, mode, reason, inserted, deleted, started, data_ts)
 
 

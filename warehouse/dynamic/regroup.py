@@ -15,7 +15,7 @@ import duckdb
 from sqlglot import exp
 
 from warehouse.dynamic.catalog import DynamicTable
-from warehouse.dynamic.plan import TRACKED, state_table
+from warehouse.dynamic.plan import state_table
 from warehouse.dynamic.plan.groups import changes_table
 
 
@@ -148,12 +148,11 @@ def recompute_groups(
 def trim_changes(cur: duckdb.DuckDBPyConnection, tables: list[str]) -> None:
     """Delete the logged rows of `tables` that every dynamic table reading them has seen.
 
-    A table no dynamic table reads keeps nothing: a dynamic table created later starts with a
-    full refresh. Called at the end of a successful refresh, in its transaction.
+    `tables` are tables with a change log: base tables and dynamic tables others read. A table
+    no dynamic table reads keeps nothing: a dynamic table created later starts with a full
+    refresh. Called at the end of a successful refresh, in its transaction.
     """
     for table in tables:
-        if table not in TRACKED:
-            continue
         cur.execute(
             f"DELETE FROM {changes_table(table).sql('duckdb')} WHERE seq <= ("
             "SELECT coalesce(min(coalesce(watermark, 0)), 9223372036854775807) "

@@ -17,7 +17,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
-from warehouse.dynamic import catalog
+from warehouse.dynamic import catalog, chain
 from warehouse.dynamic.plan import parse_select, plan_query, state_table
 from warehouse.dynamic.refresh import refresh, visible_table
 from warehouse.errors import UserError
@@ -162,6 +162,9 @@ def create(cur: duckdb.DuckDBPyConnection, text: str) -> pa.Table:
                 f"CREATE TABLE {state_table(name).sql('duckdb')} AS SELECT *, "
                 f"CAST(0 AS BIGINT) AS __wm FROM ({plan.state_sql}) LIMIT 0"
             )
+        for source in plan.sources:
+            if source in catalog.names(cur):
+                chain.track(cur, source)
         catalog.insert(cur, name, freshness, mode, plan)
         cur.execute("COMMIT")
     except duckdb.Error as error:
@@ -238,6 +241,7 @@ def drop(cur: duckdb.DuckDBPyConnection, rest: list[Token]) -> pa.Table:
     cur.execute("BEGIN TRANSACTION")
     cur.execute(f"DROP TABLE IF EXISTS {visible_table(name)}")
     cur.execute(f"DROP TABLE IF EXISTS {state_table(name).sql('duckdb')}")
+    chain.untrack(cur, name)
     cur.execute("DELETE FROM wanka.dynamic_tables WHERE name = ?", [name])
     cur.execute("COMMIT")
     return _row("dropped", name, None, None)

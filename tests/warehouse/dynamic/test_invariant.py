@@ -26,10 +26,30 @@ QUERIES = {
         "count(DISTINCT value) AS d, median(value) AS med, quantile_cont(value, 0.9) AS p90, "
         "list(value ORDER BY value) AS vs FROM gpu_metrics WHERE metric <> 'X' GROUP BY ALL"
     ),
+    # a join with a dimension whose rows are inserted, updated and deleted too
+    "join": (
+        "SELECT time_bucket(INTERVAL '1 hour', m.ts) AS hour, n.cluster, sum(m.value) AS s, "
+        "count(*) AS n, count(DISTINCT m.host) AS hosts FROM gpu_metrics m "
+        "JOIN nodes n ON n.host = m.host WHERE m.metric <> 'X' GROUP BY ALL"
+    ),
+    "join_projection": (
+        "SELECT m.ts, m.host, n.cluster, m.value FROM gpu_metrics m JOIN nodes n USING (host)"
+    ),
+    # a chain: a daily rollup of the hourly rollup `up` (created first, refreshed before it)
+    "chain": (
+        "SELECT date_trunc('day', hour) AS day, host, sum(s) AS s, sum(n) AS n, max(mx) AS mx, "
+        "count(*) AS hours FROM up GROUP BY ALL"
+    ),
 }
 
 #: Plans that take updates and deletes without a full refresh.
-NEVER_FULL = {"rollup": "aggregate", "distinct": "groups"}
+NEVER_FULL = {"rollup": "aggregate", "distinct": "groups", "join": "groups", "chain": "groups"}
+
+#: The upstream dynamic table of the chain.
+UP = (
+    "SELECT time_bucket(INTERVAL '1 hour', ts) AS hour, host, sum(value) AS s, count(*) AS n, "
+    "max(value) AS mx FROM gpu_metrics WHERE metric <> 'X' GROUP BY ALL"
+)
 
 row = st.tuples(
     st.integers(0, 300),  # minutes after the start
@@ -42,6 +62,10 @@ step = st.one_of(
     st.tuples(st.just("delete"), st.floats(-1e3, 1e3, allow_nan=False)),
     st.tuples(st.just("update"), st.floats(-1e3, 1e3, allow_nan=False)),
     st.tuples(st.just("refresh"), st.none()),
+    st.tuples(
+        st.just("node"), st.tuples(st.sampled_from(["a", "b", "z"]), st.sampled_from(["c1", "c2"]))
+    ),
+    st.tuples(st.just("node_delete"), st.sampled_from(["a", "b", "z"])),
 )
 
 
@@ -63,6 +87,14 @@ def _apply(eng: Engine, action: str, arg: object) -> None:
         con.execute("DELETE FROM gpu_metrics WHERE value < ?", [arg])
     elif action == "update":
         con.execute("UPDATE gpu_metrics SET value = value + 1 WHERE value > ?", [arg])
+    elif action == "node":
+        host, cluster = arg  # type: ignore[misc]
+        if con.execute("SELECT count(*) FROM nodes WHERE host = ?", [host]).fetchall()[0][0]:
+            con.execute("UPDATE nodes SET cluster = ? WHERE host = ?", [cluster, host])
+        else:
+            con.execute("INSERT INTO nodes (host, cluster) VALUES (?, ?)", [host, cluster])
+    elif action == "node_delete":
+        con.execute("DELETE FROM nodes WHERE host = ?", [arg])
 
 
 def _same(got: list[tuple[object, ...]], want: list[tuple[object, ...]]) -> bool:
@@ -87,13 +119,16 @@ def _same(got: list[tuple[object, ...]], want: list[tuple[object, ...]]) -> bool
 @given(steps=st.lists(step, min_size=1, max_size=10))
 def test_incremental_refresh_equals_the_query(eng: Engine, kind: str, steps: list) -> None:
     con = eng.con
-    con.execute("DROP TABLE IF EXISTS main.dt")
-    con.execute('DROP TABLE IF EXISTS wanka."dt_dt_state"')
-    con.execute("DELETE FROM wanka.dynamic_tables")
-    con.execute("DELETE FROM gpu_metrics")
-    query = QUERIES[kind]
     cur = eng.cursor()
+    for table in ("dt", "up"):
+        execute(cur, f"DROP DYNAMIC TABLE IF EXISTS {table}").read_all()
+    con.execute("DELETE FROM gpu_metrics")
+    con.execute("DELETE FROM nodes")
+    query = QUERIES[kind]
     mode = "incremental"
+    chained = kind == "chain"
+    if chained:
+        execute(cur, f"CREATE DYNAMIC TABLE up WITH (freshness = '1 hour') AS {UP}").read_all()
     made = execute(
         cur,
         f"CREATE DYNAMIC TABLE dt WITH (freshness = '1 hour', refresh_mode = '{mode}') AS {query}",
@@ -102,6 +137,8 @@ def test_incremental_refresh_equals_the_query(eng: Engine, kind: str, steps: lis
         assert made.column("refresh_mode").to_pylist() == [NEVER_FULL[kind]]
     for action, arg in [*steps, ("refresh", None)]:
         _apply(eng, action, arg)
+        if chained:
+            execute(cur, "REFRESH DYNAMIC TABLE up").read_all()
         done = execute(cur, "REFRESH DYNAMIC TABLE dt").read_all().to_pylist()[0]
         if kind in NEVER_FULL:
             assert done["refresh_mode"] in ("incremental", "no_data"), done

@@ -27,6 +27,10 @@ def eng() -> Iterator[Engine]:
             "SELECT TIMESTAMPTZ '2026-11-01' + i * INTERVAL 7 MINUTE, 'h' || i % 3, "
             "CASE WHEN i % 2 = 0 THEN 'U' ELSE 'P' END, i FROM range(50) t(i)"
         )
+        engine.con.execute(
+            "INSERT INTO nodes (host, cluster, gpu_model) "
+            "SELECT 'h' || i, 'c' || i % 2, 'H100' FROM range(3) t(i)"
+        )
         yield engine
 
 

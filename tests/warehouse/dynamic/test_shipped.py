@@ -14,6 +14,7 @@ from warehouse.dynamic.history import RefreshResult
 from warehouse.dynamic.schedule import run_due
 from warehouse.dynamic.shipped import install_shipped, shipped_folder
 from warehouse.engine import Engine
+from warehouse.query import execute
 from warehouse.simulate import SimConfig
 
 SMALL = SimConfig(
@@ -69,10 +70,7 @@ def test_demo_installs_every_shipped_table_equal_to_its_query(demo: Path) -> Non
         ).fetchall()
         assert [r[0] for r in rows] == SHIPPED and {r[1] for r in rows} == {"active"}
         modes = {r[0]: (r[2], r[3]) for r in rows}
-        assert (
-            modes["energy_cluster_daily"][0] == "full"
-            and "join" in modes["energy_cluster_daily"][1]
-        )
+        assert modes["energy_cluster_daily"] == ("groups", None)  # a join, maintained
         for name in SHIPPED:
             same_rows(cur, name)
         assert install_shipped(eng) == []  # already there
@@ -98,7 +96,27 @@ def test_shipped_tables_follow_new_data_through_the_scheduler(demo: Path) -> Non
         assert all(isinstance(d, RefreshResult) for d in done)
         modes = {d.name: d.refresh_mode for d in done if isinstance(d, RefreshResult)}
         assert modes["gpu_hourly_host"] == "incremental"
-        assert modes["energy_cluster_daily"] == "full"
+        assert modes["energy_cluster_daily"] == "incremental"
         for name in SHIPPED:
             same_rows(cur, name)
+        cur.close()
+
+
+def test_a_host_moved_to_another_cluster_moves_its_energy(demo: Path) -> None:
+    """A dimension-side update: the old and the new cluster's days are recomputed."""
+    with Engine(str(demo)) as eng:
+        cur = eng.cursor()
+        cur.execute("UPDATE nodes SET cluster = 'moved' WHERE host = (SELECT min(host) FROM nodes)")
+        done = execute(cur, "REFRESH DYNAMIC TABLE energy_cluster_daily").read_all().to_pylist()
+        assert done[0]["refresh_mode"] == "incremental", done
+        reason = cur.execute(
+            "SELECT refresh_mode_reason FROM wanka.refresh_history "
+            "WHERE name = 'energy_cluster_daily' ORDER BY started_at DESC LIMIT 1"
+        ).fetchall()[0][0]
+        assert reason.startswith("update of 1 rows on nodes"), reason
+        moved = cur.execute(
+            "SELECT count(*) FROM energy_cluster_daily WHERE cluster = 'moved'"
+        ).fetchall()
+        assert moved[0][0] > 0
+        same_rows(cur, "energy_cluster_daily")
         cur.close()

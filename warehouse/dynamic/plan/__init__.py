@@ -19,6 +19,7 @@ from warehouse.dynamic.plan.aggregate import key_positions, plan_aggregate
 from warehouse.dynamic.plan.delta import restrict_to_delta
 from warehouse.dynamic.plan.determinism import nondeterminism_reason
 from warehouse.dynamic.plan.groups import affected_keys, bounds_query, restrict_to_groups
+from warehouse.dynamic.plan.joins import join_delta, tables_of
 from warehouse.dynamic.plan.merge import merge_sql
 from warehouse.dynamic.plan.normalize import normalize_group_by
 from warehouse.dynamic.plan.shape import classify, source_tables
@@ -91,12 +92,14 @@ def plan_query(
         found = nondeterminism_reason(select, con)
         if found:
             kind, reason_text = "full", found
+    joined = len(tables_of(select)) > 1
     if kind == "append":
-        return Plan(kind, None, sources, query, delta_sql=restrict_to_delta(select).sql("duckdb"))
+        delta = join_delta(select) if joined else restrict_to_delta(select)
+        return Plan(kind, None, sources, query, delta_sql=delta.sql("duckdb"))
     if kind in ("aggregate", "groups") and -1 in key_positions(select):
         keys = "every GROUP BY key must be a column of the result to rewrite its rows"
         return Plan("full", keys, sources, query)
-    not_null = _not_null(con, sources[0])
+    not_null = _not_null(con, select) if joined else _not_null(con, sources[0])
     if kind == "groups":
         return Plan(
             kind,
@@ -104,9 +107,9 @@ def plan_query(
             sources,
             query,
             key_positions=key_positions(select),
-            affected_sql=affected_keys(select).sql("duckdb"),
-            groups_sql=restrict_to_groups(select, not_null).sql("duckdb"),
-            bounds_sql=bounds_query(select, not_null).sql("duckdb"),
+            affected_sql=affected_keys(select, dynamic).sql("duckdb"),
+            groups_sql=restrict_to_groups(select, not_null, dynamic).sql("duckdb"),
+            bounds_sql=bounds_query(select, not_null, dynamic).sql("duckdb"),
         )
     if kind == "aggregate":
         table = state_table(name)
@@ -134,13 +137,25 @@ def parse_select(text: str) -> exp.Expression:
     return cast(exp.Expression, sqlglot.parse_one(text, read="duckdb"))
 
 
-def _not_null(con: duckdb.DuckDBPyConnection | None, table: str) -> frozenset[str]:
-    """The NOT NULL columns of base table `table` (none known without a connection)."""
+def _not_null(con: duckdb.DuckDBPyConnection | None, source: str | exp.Select) -> frozenset[str]:
+    """The NOT NULL columns of base table `source`, or `alias.column` of each table a join reads.
+
+    None are known without a connection. Inner joins never NULL-extend, so a NOT NULL column of
+    any joined table stays non-NULL in the join (outer joins are refreshed fully).
+    """
     if con is None:
         return frozenset()
-    rows = con.execute(
-        "SELECT lower(column_name) FROM duckdb_columns() WHERE schema_name = 'main' "
-        "AND table_name = ? AND NOT is_nullable",
-        [table],
-    ).fetchall()
-    return frozenset(r[0] for r in rows)
+    aliases = (
+        [(source, "")]
+        if isinstance(source, str)
+        else [(t.name.lower(), t.alias_or_name.lower() + ".") for t in tables_of(source)]
+    )
+    found: set[str] = set()
+    for table, prefix in aliases:
+        rows = con.execute(
+            "SELECT lower(column_name) FROM duckdb_columns() WHERE schema_name = 'main' "
+            "AND table_name = ? AND NOT is_nullable",
+            [table],
+        ).fetchall()
+        found.update(prefix + r[0] for r in rows)
+    return frozenset(found)

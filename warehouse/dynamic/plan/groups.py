@@ -17,30 +17,34 @@ from __future__ import annotations
 from sqlglot import exp
 
 from warehouse.dynamic.plan.delta import restrict_to_delta
+from warehouse.dynamic.plan.joins import SEQ_COLUMN, affected_join_keys, changes_table, tables_of
 
-SEQ_COLUMN = "seq"
 AFFECTED = "__g"
 
-
-def changes_table(table: str) -> exp.Table:
-    """`wanka."changes_<table>"`: the old and new rows of updates and deletes (0007)."""
-    return exp.Table(
-        this=exp.to_identifier(f"changes_{table}", quoted=True), db=exp.to_identifier("wanka")
-    )
+__all__ = ["affected_keys", "bounds_query", "changes_table", "restrict_to_groups"]
 
 
 def _keys(select: exp.Select) -> list[exp.Expression]:
     return list(select.args["group"].expressions)
 
 
-def affected_keys(select: exp.Select) -> exp.Query:
-    """One row per affected group: the key expressions as k0, k1, ... (DISTINCT)."""
-    table = select.find(exp.Table)
-    assert table is not None, "the planner sends only single-table queries here"
+def affected_keys(select: exp.Select, dynamic: frozenset[str] = frozenset()) -> exp.Query:
+    """One row per affected group: the key expressions as k0, k1, ... (DISTINCT).
+
+    A query that joins tables or reads a dynamic table (in `dynamic`) takes the join rule of
+    warehouse.dynamic.plan.joins; a single base table the simpler union below.
+    """
+    tables = tables_of(select)
+    assert tables, "the planner sends only queries over tables here"
+    table = tables[0]
     base = exp.select(*[exp.alias_(k.copy(), f"k{i}") for i, k in enumerate(_keys(select))])
     base.set("from_", exp.From(this=table.copy()))
+    if select.args.get("joins"):
+        base.set("joins", [j.copy() for j in select.args["joins"]])
     if select.args.get("where") is not None:
         base.set("where", select.args["where"].copy())
+    if len(tables) > 1 or table.name.lower() in dynamic:
+        return affected_join_keys(base, dynamic)
     inserted = restrict_to_delta(base)
     changed = base.copy()
     log = changes_table(table.name)
@@ -73,12 +77,20 @@ def _bucketed(
     found = []
     for i, key in enumerate(_keys(select)):
         bucket = bucket_width(key)
-        if bucket is not None and bucket[0].name.lower() in not_null:
+        if bucket is None:
+            continue
+        column = bucket[0]
+        name = f"{column.table}.{column.name}" if column.table else column.name
+        if name.lower() in not_null:
             found.append((i, *bucket))
     return found
 
 
-def bounds_query(select: exp.Select, not_null: frozenset[str] = frozenset()) -> exp.Select:
+def bounds_query(
+    select: exp.Select,
+    not_null: frozenset[str] = frozenset(),
+    dynamic: frozenset[str] = frozenset(),
+) -> exp.Select:
     """How many groups are affected and, per time-bucket key i, `k<i>_lo` / `k<i>_hi`.
 
     Every value v of a bucket b has b <= v < b + width, so the rows of the affected groups have
@@ -91,15 +103,20 @@ def bounds_query(select: exp.Select, not_null: frozenset[str] = frozenset()) -> 
         columns.append(exp.alias_(exp.Min(this=key), f"k{i}_lo"))
         high = exp.Add(this=exp.Max(this=key.copy()), expression=width.copy())
         columns.append(exp.alias_(high, f"k{i}_hi"))
-    return exp.select(*columns).from_(affected_keys(select).subquery(AFFECTED))
+    return exp.select(*columns).from_(affected_keys(select, dynamic).subquery(AFFECTED))
 
 
-def restrict_to_groups(select: exp.Select, not_null: frozenset[str] = frozenset()) -> exp.Select:
+def restrict_to_groups(
+    select: exp.Select,
+    not_null: frozenset[str] = frozenset(),
+    dynamic: frozenset[str] = frozenset(),
+) -> exp.Select:
     """A copy of `select` reading only the rows of the affected groups.
 
-    `not_null` names the columns known NOT NULL: only a time bucket of one of those also gets
-    the range `$k<i>_lo <= column < $k<i>_hi` (a NULL value would fall outside any range), with
-    the bounds from `bounds_query`.
+    `not_null` names the columns known NOT NULL (as `alias.column` in a join: an inner join
+    never NULL-extends a row): only a time bucket of one of those also gets the range
+    `$k<i>_lo <= column < $k<i>_hi` (a NULL value would fall outside any range), with the
+    bounds from `bounds_query`.
     """
     keys = _keys(select)
     match = exp.and_(
@@ -109,7 +126,7 @@ def restrict_to_groups(select: exp.Select, not_null: frozenset[str] = frozenset(
         ]
     )
     semi = exp.select("1").from_(AFFECTED).where(match)
-    restricted = select.copy().with_(AFFECTED, as_=affected_keys(select))
+    restricted = select.copy().with_(AFFECTED, as_=affected_keys(select, dynamic))
     restricted = restricted.where(exp.Exists(this=semi))
     for i, column, _width in _bucketed(select, not_null):
         low = exp.GTE(this=column.copy(), expression=exp.Placeholder(this=f"k{i}_lo"))

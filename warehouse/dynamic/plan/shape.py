@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from warehouse.dynamic.plan.joins import STATIC
+
 #: Aggregates whose value over old + new rows follows from their values over each part.
 DECOMPOSABLE = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
 
@@ -51,7 +53,13 @@ def classify(
             return "full", "a window function without PARTITION BY depends on every row"
         return "full", "window functions are refreshed fully for now"
     aggregates = [a for a in select.find_all(exp.AggFunc)]
+    chained = [s for s in sources if s in dynamic]
     if not aggregates and not select.args.get("group"):
+        if chained:
+            return "full", (
+                f"it reads dynamic table {chained[0]} without GROUP BY: rows its refresh "
+                "removes cannot be found again here, so it is refreshed fully"
+            )
         return "append", None
     if not select.args.get("group"):
         return "full", "an aggregate without GROUP BY is one row and is recomputed fully"
@@ -60,7 +68,8 @@ def classify(
             return "full", (
                 f"{agg.sql('duckdb')} depends on the order rows are read in: refreshed fully"
             )
-    if any(_not_decomposable(agg) for agg in aggregates):
+    if chained or len(sources) > 1 or any(_not_decomposable(agg) for agg in aggregates):
+        # joins and chains: recompute the groups a change touches (warehouse.dynamic.plan.joins)
         return "groups", None
     return "aggregate", None
 
@@ -68,16 +77,34 @@ def classify(
 def _source_reason(
     select: exp.Select, sources: list[str], tracked: frozenset[str], dynamic: frozenset[str]
 ) -> str | None:
-    chained = [s for s in sources if s in dynamic]
-    if chained:
-        return f"it reads dynamic table {chained[0]}: chains are refreshed fully for now"
-    if select.args.get("joins") or len(sources) > 1:
-        return "joins are refreshed fully for now"
-    untracked = [s for s in sources if s not in tracked]
+    untracked = [s for s in sources if s not in tracked | dynamic | STATIC]
     if untracked:
-        return f"{untracked[0]} has no change tracking (no batch ids): only base tables do"
+        return (
+            f"{untracked[0]} has no change tracking (no batch ids): only base tables, "
+            "reference tables and dynamic tables do"
+        )
     if not sources:
         return "the query reads no table"
+    if all(s in STATIC for s in sources):
+        return "it reads only reference tables, which change only when wanka reloads them"
+    return _join_reason(select)
+
+
+def _join_reason(select: exp.Select) -> str | None:
+    """Why the joins of `select` are not maintained incrementally, or None when they are."""
+    for join in select.args.get("joins") or []:
+        side, kind = join.side.upper(), join.kind.upper()
+        if side:
+            return (
+                f"{side} JOIN: a change on the outer side moves rows between matched and "
+                "NULL-extended, which is refreshed fully for now (an inner JOIN is incremental)"
+            )
+        if kind not in ("", "INNER", "CROSS"):
+            return f"{kind} JOIN is refreshed fully for now (an inner JOIN is incremental)"
+        if not isinstance(join.this, exp.Table):
+            return "a join with a subquery or table function is refreshed fully for now"
+        if join.args.get("method") or join.args.get("match_condition"):
+            return "ASOF and POSITIONAL joins are refreshed fully for now"
     return None
 
 
