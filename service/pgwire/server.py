@@ -1,0 +1,172 @@
+"""The asyncio server: accept, start up, authenticate, hand over to `Connection`.
+
+The event loop runs in a daemon thread; DuckDB work runs in a thread pool (one `Session` per
+connection), so one slow query never stalls other clients. Cancel requests find their
+connection by (process id, secret) and interrupt its session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import functools
+import logging
+import secrets
+import ssl
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from service.pgwire import backend, codec, compat
+from service.pgwire.connection import Connection
+from service.pgwire.settings import REPORTED, Settings
+from service.pgwire.startup import Rejected, authenticate, negotiate
+
+log = logging.getLogger("wanka.pgwire")
+R = TypeVar("R")
+
+
+class PgServer:
+    """Serves one wanka `Server` over the PostgreSQL protocol."""
+
+    def __init__(
+        self,
+        server: Any,
+        *,
+        tls: ssl.SSLContext | None = None,
+        timeout_s: float | None = None,
+        workers: int = 64,
+    ) -> None:
+        self.server = server
+        self.tls = tls
+        self.timeout_s = timeout_s
+        self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="pgwire")
+        self.active: dict[int, tuple[int, Any]] = {}  # pid -> (secret, session)
+        self._next_pid = 1000
+        self._lock = threading.Lock()
+
+    async def blocking(self, fn: Callable[..., R], *args: Any) -> R:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.pool, functools.partial(fn, *args))
+
+    def cancel(self, pid: int, secret: int) -> None:
+        entry = self.active.get(pid)
+        if entry is not None and secrets.compare_digest(
+            entry[0].to_bytes(4, "big", signed=True), secret.to_bytes(4, "big", signed=True)
+        ):
+            entry[1].interrupt()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        session = None
+        pid = 0
+        try:
+            hello = await negotiate(reader, writer, self.tls, self.cancel)
+            secret = await authenticate(
+                reader,
+                writer,
+                hello.user,
+                lambda name: self.blocking(backend.scram_secret, self.server, name),
+            )
+            user = backend.user_of(secret)
+            session = await self.blocking(self.server.session, user)
+            with self._lock:
+                self._next_pid += 1
+                pid = self._next_pid
+            key = secrets.randbits(31)
+            self.active[pid] = (key, session)
+            settings = Settings()
+            settings.set("application_name", hello.parameters.get("application_name", ""))
+            settings.set("session_authorization", hello.user)
+            for name, value in hello.parameters.items():
+                if name not in ("user", "database", "options", "replication"):
+                    settings.set(name, value)
+            writer.write(
+                b"".join(codec.parameter_status(n, settings.get(n) or "") for n in REPORTED)
+                + codec.backend_key_data(pid, key)
+                + codec.ready_for_query(b"I")
+            )
+            await writer.drain()
+            connection = Connection(
+                reader, writer, session, settings, self.blocking, self.timeout_s
+            )
+            await connection.serve()
+        except Rejected as rejected:
+            if rejected.reply:
+                writer.write(rejected.reply)
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            pass
+        except codec.ProtocolViolation as error:
+            writer.write(codec.error_response("08P01", str(error), severity="FATAL"))
+        except Exception as error:  # last resort: tell the client, keep the server up
+            log.exception("pgwire connection failed")
+            writer.write(codec.error_response("XX000", str(error), severity="FATAL"))
+        finally:
+            self.active.pop(pid, None)
+            if session is not None:
+                with contextlib.suppress(Exception):
+                    await self.blocking(session.close)
+            with contextlib.suppress(Exception):
+                await writer.drain()
+                writer.close()
+
+
+class Handle:
+    """A running pgwire endpoint: `.port`, `.stop()`."""
+
+    def __init__(self, pg: PgServer, host: str, port: int) -> None:
+        self.pg = pg
+        self.host = host
+        self.port = port
+        self.loop = asyncio.new_event_loop()
+        self._server: asyncio.AbstractServer | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="pgwire", daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self._server = self.loop.run_until_complete(
+                asyncio.start_server(self.pg.handle, self.host, self.port, limit=1 << 20)
+            )
+            self.port = self._server.sockets[0].getsockname()[1]
+        except BaseException as error:
+            self._error = error
+            self._ready.set()
+            return
+        self._ready.set()
+        self.loop.run_forever()
+
+    def start(self) -> Handle:
+        self.thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self) -> None:
+        """Stop accepting, close the server and the worker pool."""
+        if self._server is not None:
+            self.loop.call_soon_threadsafe(self._server.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        self.pg.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def start(
+    server: Any,
+    host: str,
+    port: int,
+    *,
+    tls: ssl.SSLContext | None = None,
+    timeout_s: float | None = None,
+) -> Handle:
+    """Serve `server` over the PostgreSQL protocol on host:port (0: a free port) in a thread."""
+    cur = backend.compat_cursor(server)
+    if cur is not None:
+        try:
+            compat.install(cur)
+        finally:
+            cur.close()
+    return Handle(PgServer(server, tls=tls, timeout_s=timeout_s), host, port).start()
