@@ -15,7 +15,9 @@ from service.commands.cluster import demo, simulate
 from service.commands.common import Globals
 from service.commands.ingest import ingest
 from service.commands.refresh import refresh
+from service.commands.serve import serve
 from service.commands.sql import sql
+from service.commands.users import token, user
 from warehouse.errors import WankaError
 from warehouse.query import one_line, sql_error
 
@@ -35,7 +37,7 @@ def app(ctx: click.Context, db: str | None) -> None:
     ctx.obj = Globals(db=db)
 
 
-for command in (sql, ingest, refresh, simulate, demo):
+for command in (sql, ingest, refresh, simulate, demo, serve, user, token):
     app.add_command(command)
 
 

@@ -53,14 +53,14 @@ def json_value(value: Any) -> Any:
     return str(value)
 
 
-def _rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
+def json_rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
     names = batch.schema.names
     columns = [col.to_pylist() for col in batch.columns]
     for values in zip(*columns, strict=True):
         yield {name: json_value(v) for name, v in zip(names, values, strict=True)}
 
 
-def _flat_for_csv(batch: pa.RecordBatch) -> pa.RecordBatch:
+def flat_for_csv(batch: pa.RecordBatch) -> pa.RecordBatch:
     """CSV has no nested values: lists, structs and maps become JSON text."""
     arrays = []
     for col in batch.columns:
@@ -91,7 +91,7 @@ def write_csv(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
     rows, writer = 0, None
     out.write(csv_header(reader.schema.names))
     for batch in reader:
-        flat = _flat_for_csv(batch)
+        flat = flat_for_csv(batch)
         if writer is None:
             writer = pacsv.CSVWriter(out, flat.schema, write_options=options)
         writer.write_batch(flat)
@@ -104,7 +104,7 @@ def write_csv(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
 def write_ndjson(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
     rows = 0
     for batch in reader:
-        lines = [json.dumps(row, ensure_ascii=False) for row in _rows(batch)]
+        lines = [json.dumps(row, ensure_ascii=False) for row in json_rows(batch)]
         if lines:
             out.write(("\n".join(lines) + "\n").encode())
         rows += batch.num_rows
@@ -116,7 +116,7 @@ def write_json(reader: pa.RecordBatchReader, out: IO[bytes]) -> int:
     rows = 0
     out.write(b"[")
     for batch in reader:
-        for row in _rows(batch):
+        for row in json_rows(batch):
             out.write(
                 (",\n" if rows else "\n").encode() + json.dumps(row, ensure_ascii=False).encode()
             )

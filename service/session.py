@@ -224,6 +224,7 @@ class Limits:
     max_rows_json: int = 100_000  # JSON is for people and small tools: capped by default
     max_rows: int | None = None  # every other format: uncapped unless configured
     memory_limit: str | None = None  # DuckDB's memory_limit for the instance, e.g. '8GB'
+    max_upload_bytes: int = 1 << 30  # one ingest request body
 
 
 class Server:
@@ -243,6 +244,7 @@ class Server:
 
         self.limits = limits or Limits()
         self.engine = Engine(path)
+        self.schema_version = self.engine.schema_version
         if lock_down:
             self.engine.lock_down(memory_limit=self.limits.memory_limit)
         self.metrics = Metrics()
@@ -254,7 +256,8 @@ class Server:
 
     # -- users -------------------------------------------------------------------------------
 
-    def _with_cursor(self, work: Any) -> Any:
+    def with_cursor(self, work: Any) -> Any:
+        """`work(cursor)` on a cursor of its own, closed afterwards."""
         cur = self.engine.cursor()
         try:
             return work(cur)
@@ -262,11 +265,11 @@ class Server:
             cur.close()
 
     def any_users(self) -> bool:
-        return bool(self._with_cursor(users_module.any_users))
+        return bool(self.with_cursor(users_module.any_users))
 
     def scram_secret(self, name: str) -> users_module.ScramSecret | None:
         """The SCRAM verifiers of `name`, for pgwire's authentication exchange."""
-        return self._with_cursor(lambda cur: users_module.scram_secret(cur, name))
+        return self.with_cursor(lambda cur: users_module.scram_secret(cur, name))
 
     def check_password(self, name: str, password: str) -> User | None:
         """HTTP Basic: the user when the password is right; successes cached for a minute."""
@@ -278,7 +281,7 @@ class Server:
             hit = self._basic_cache.get(key)
         if hit is not None and hit[1] > now:
             return hit[0]
-        user = self._with_cursor(lambda cur: users_module.check_password(cur, name, password))
+        user = self.with_cursor(lambda cur: users_module.check_password(cur, name, password))
         if user is not None:
             with self._auth_lock:
                 self._basic_cache[key] = (user, now + _AUTH_CACHE_S)
@@ -300,7 +303,7 @@ class Server:
                     users_module.touch_token(cur, token)
             return user
 
-        user = self._with_cursor(check)
+        user = self.with_cursor(check)
         if user is not None:
             with self._auth_lock:
                 self._token_cache[token] = (user, now + _AUTH_CACHE_S)
@@ -325,6 +328,48 @@ class Server:
 
         if ROLES.index(user.role) < ROLES.index(role):
             raise policy.Refused(f"{what} needs the {role} role; {user.name} is a {user.role}")
+
+    def ingest(
+        self,
+        user: User,
+        fmt: str,
+        uploads: list[tuple[str, Any]],
+        options: Any,
+        *,
+        force: bool = False,
+    ) -> list[Any]:
+        """Ingest uploaded streams (name, file) as the CLI would: one batch per stream."""
+        from warehouse.ingest import ingest_stream
+
+        self.require(user, "writer", "ingest")
+        results = []
+        for name, stream in uploads:
+            result = ingest_stream(self.engine, fmt, stream, name, options, force=force)
+            for table, rows in result.rows.items():
+                self.metrics.count(
+                    "wanka_ingest_rows_total", "Rows ingested.", rows, format=fmt, table=table
+                )
+            self.metrics.count(
+                "wanka_ingest_rejects_total",
+                "Lines rejected by ingest.",
+                result.rejected,
+                format=fmt,
+            )
+            results.append(result)
+        return results
+
+    def refresh(
+        self, user: User, name: str, *, full: bool = False
+    ) -> list[tuple[Any, float | None]]:
+        """Refresh dynamic table `name` now; each outcome with its duration in seconds."""
+        from warehouse.dynamic.schedule import run_due, seconds
+
+        self.require(user, "writer", "refresh")
+
+        def work(cur: duckdb.DuckDBPyConnection) -> list[tuple[Any, float | None]]:
+            return [(o, seconds(cur, o)) for o in run_due(cur, name=name, full=full)]
+
+        return self.with_cursor(work)
 
     # -- scheduler ---------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from service.commands.common import open_engine, parse_time, shared_data
 from warehouse.errors import UserError
 
 if TYPE_CHECKING:
+    from warehouse.engine import Engine
     from warehouse.simulate import SimConfig
 
 
@@ -142,7 +143,10 @@ def demo(
 
     # A fixed start, so that running the same demo again finds it already built.
     config = _sim_config(gpus, hours, interval_s, DEMO_START, seed, 48.0)
+    demo_password = None
     with open_engine(ctx) as engine:
+        if not no_serve:
+            demo_password = _demo_reader(engine)
         with terminal.progress("loading telemetry", None) as advance:
             summary = build_demo(
                 engine,
@@ -168,4 +172,38 @@ def demo(
         flat = " ".join(query.split())
         print(f'  # {title}\n  wanka --db {path} sql "{flat}"\n')
     if not no_serve:
-        print("(serving over HTTP and PostgreSQL arrives with `wanka serve`; stopping after build)")
+        _serve_demo(path, demo_password)
+
+
+DEMO_USER = "demo"
+
+
+def _demo_reader(engine: Engine) -> str:
+    """(Re)create the demo reader with a fresh random password; returns the password."""
+    import secrets
+
+    from warehouse.security.users import add_user
+
+    password = secrets.token_urlsafe(12)
+    cur = engine.cursor()
+    try:
+        add_user(cur, DEMO_USER, "reader", password)
+    finally:
+        cur.close()
+    return password
+
+
+def _serve_demo(path: str, password: str | None) -> None:
+    """Serve the demo warehouse, printing how to reach it as the demo reader."""
+    from service.commands.serve import run_server
+
+    def banner(url: str) -> None:
+        body = '{"sql": "SELECT gpu_model, sum(gpus) AS gpus FROM nodes GROUP BY ALL"}'
+        print(f"demo reader:      user {DEMO_USER}, password {password}")
+        print(
+            f"try:              curl -s -u {DEMO_USER}:{password} "
+            f"-H 'content-type: application/json' -d '{body}' {url}/v1/query"
+        )
+        print("stop with Ctrl-C")
+
+    run_server(path, banner=banner)

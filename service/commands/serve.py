@@ -1,0 +1,151 @@
+"""`wanka serve`: the one process that owns the database while HTTP, pgwire and the refresh
+scheduler share it."""
+
+from __future__ import annotations
+
+import importlib
+import ipaddress
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from service.session import Limits, Server
+from warehouse.errors import UserError
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names only this machine.
+
+    >>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("0.0.0.0")
+    (True, True, False)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        try:
+            return all(
+                ipaddress.ip_address(info[4][0]).is_loopback
+                for info in socket.getaddrinfo(host, None)
+            )
+        except OSError:
+            return False
+
+
+def _start_pgwire(server: Server, host: str, port: int) -> Any:
+    """pgwire's handle when `service.pgwire` offers `start`, else None (said on stdout)."""
+    module = importlib.import_module("service.pgwire")
+    if not hasattr(module, "start"):
+        click.echo("PostgreSQL wire endpoint: not yet available in this build")
+        return None
+    handle = module.start(server, host, port)
+    click.echo(f"PostgreSQL wire:  postgresql://{host}:{port}/wanka")
+    return handle
+
+
+def run_server(
+    db: str | None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    pg_port: int | None = 5433,
+    limits: Limits | None = None,
+    refresh_interval_s: float | None = 10.0,
+    access_log: bool = False,
+    banner: Callable[[str], None] | None = None,
+) -> None:
+    """Open `db`, serve it until interrupted, then close everything in order."""
+    import uvicorn
+
+    from service.http import create_app
+
+    server = Server(db, limits=limits)
+    try:
+        users_exist = server.any_users()
+        local = is_loopback(host)
+        if not local and not users_exist:
+            raise UserError(
+                f"binding to {host} (not loopback) needs users: add one first with "
+                "`wanka user add NAME --role reader --password-stdin`"
+            )
+        pg = _start_pgwire(server, host, pg_port) if pg_port else None
+        app = create_app(server, open_locally=local and not users_exist, pgwire=pg is not None)
+
+        if refresh_interval_s:
+            server.start_scheduler(refresh_interval_s)
+        url = f"http://{host}:{port}"
+        click.echo(f"HTTP:             {url}  (OpenAPI: {url}/docs)")
+        if not users_exist:
+            click.echo(
+                "no users yet: local callers act as admin without credentials; "
+                "add users with `wanka user add`"
+            )
+        if banner is not None:
+            banner(url)
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="warning", access_log=access_log
+        )
+        try:
+            uvicorn.Server(config).run()
+        finally:
+            if pg is not None:
+                pg.stop()
+    finally:
+        server.close()
+
+
+@click.command()
+@click.option("--http-host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--http-port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--pg-port",
+    default=5433,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="PostgreSQL wire port (0: off).",
+)
+@click.option("--timeout-s", default=60.0, show_default=True, help="Time limit of one query.")
+@click.option(
+    "--max-rows-json", default=100_000, show_default=True, help="Row cap of JSON results."
+)
+@click.option("--max-rows", type=int, help="Row cap of every other format [default: none].")
+@click.option("--memory-limit", help="DuckDB memory limit, e.g. 8GB [default: DuckDB's].")
+@click.option(
+    "--refresh-interval-s",
+    default=10.0,
+    show_default=True,
+    help="How often the scheduler looks for due dynamic tables (0: never).",
+)
+@click.option("--access-log", is_flag=True, help="Log each request (never credentials).")
+@click.pass_context
+def serve(
+    ctx: click.Context,
+    http_host: str,
+    http_port: int,
+    pg_port: int,
+    timeout_s: float,
+    max_rows_json: int,
+    max_rows: int | None,
+    memory_limit: str | None,
+    refresh_interval_s: float,
+    access_log: bool,
+) -> None:
+    """Serve the warehouse: HTTP, PostgreSQL wire and the refresh scheduler in one process."""
+    limits = Limits(
+        timeout_s=timeout_s,
+        max_rows_json=max_rows_json,
+        max_rows=max_rows,
+        memory_limit=memory_limit,
+    )
+    run_server(
+        ctx.obj.db,
+        host=http_host,
+        port=http_port,
+        pg_port=pg_port or None,
+        limits=limits,
+        refresh_interval_s=refresh_interval_s or None,
+        access_log=access_log,
+    )

@@ -1,0 +1,5 @@
+"""The HTTP face of `wanka serve`: FastAPI routes over `service.session.Server`."""
+
+from service.http.app import create_app
+
+__all__ = ["create_app"]

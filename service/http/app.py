@@ -1,0 +1,86 @@
+"""The FastAPI application: routers, the caller's identity, and errors as `{"error": "..."}`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from service.http import routes_catalog, routes_ingest, routes_query
+from service.session import OutOfMemory, QueryCancelled, QueryTimeout, Server
+from warehouse.errors import UserError, WankaError
+from warehouse.security.policy import Refused
+
+#: Exception class → HTTP status; the first match in order wins (subclasses first).
+STATUS: tuple[tuple[type[BaseException], int], ...] = (
+    (Refused, 403),
+    (routes_ingest.TooLarge, 413),
+    (QueryTimeout, 408),
+    (OutOfMemory, 413),
+    (QueryCancelled, 400),
+    (LookupError, 404),
+    (UserError, 400),
+    (WankaError, 500),
+)
+
+
+def create_app(server: Server, *, open_locally: bool = False, pgwire: bool = False) -> FastAPI:
+    """The HTTP face of `server`.
+
+    `open_locally`: let calls without credentials in as a local admin (only for a loopback
+    server that has no users at all).
+    """
+    app = FastAPI(
+        lifespan=_lifespan,
+        title="wanka",
+        version="1",
+        description=(
+            "SQL over HTTP for a wanka warehouse. Authenticate with HTTP Basic (user:password) "
+            "or `Authorization: Bearer <token>` (`wanka token create`). Readers run read-only "
+            "statements; writers also ingest and change base tables; admins also run DDL and "
+            'manage dynamic tables. Errors are `{"error": "..."}`.'
+        ),
+    )
+    app.state.server = server
+    app.state.open_locally = open_locally
+    app.state.pgwire = pgwire
+    for router in (routes_query.router, routes_catalog.router, routes_ingest.router):
+        app.include_router(router)
+    app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _error)
+    return app
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    # sync routes and response streams run in worker threads: room for many slow clients
+    anyio.to_thread.current_default_thread_limiter().total_tokens = 128
+    yield
+
+
+async def _http_error(request: Request, error: HTTPException) -> JSONResponse:
+    return JSONResponse(
+        {"error": str(error.detail)}, status_code=error.status_code, headers=error.headers
+    )
+
+
+async def _validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item.get("loc", ()) if p != "body") or "body"
+        problems.append(f"{where}: {item.get('msg', 'invalid')}")
+    return JSONResponse({"error": "; ".join(problems) or "invalid request"}, status_code=400)
+
+
+async def _error(request: Request, error: Exception) -> JSONResponse:
+    for cls, status in STATUS:
+        if isinstance(error, cls):
+            message = str(error) if status != 500 else f"internal error: {error}"
+            return JSONResponse({"error": message}, status_code=status)
+    # Anything else is a bug: say so without echoing internals (which might hold secrets).
+    return JSONResponse({"error": f"internal error ({type(error).__name__})"}, status_code=500)

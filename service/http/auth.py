@@ -1,0 +1,56 @@
+"""Who is calling: HTTP Basic (user and password) or `Authorization: Bearer` (a wanka token).
+
+Wrong or missing credentials are a 401 and say which schemes work. A server with no users at all,
+bound to loopback, lets unauthenticated local callers in as a local admin (as the CLI would be);
+once a user exists, every call needs credentials.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from fastapi import HTTPException, Request
+
+from service.session import Server
+from warehouse.security.users import User
+
+LOCAL = User("local", "admin")
+CHALLENGE = {"WWW-Authenticate": 'Basic realm="wanka", charset="UTF-8", Bearer'}
+
+
+def unauthorized(message: str) -> HTTPException:
+    return HTTPException(status_code=401, detail=message, headers=CHALLENGE)
+
+
+def authenticate(server: Server, header: str | None, *, open_locally: bool) -> User:
+    """The user an Authorization header names; raises a 401 HTTPException otherwise."""
+    if not header:
+        if open_locally:
+            return LOCAL
+        raise unauthorized("credentials required: HTTP Basic (user:password) or a Bearer token")
+    scheme, _, value = header.strip().partition(" ")
+    value = value.strip()
+    if scheme.lower() == "bearer" and value:
+        user = server.check_token(value)
+        if user is None:
+            raise unauthorized("unknown or revoked token")
+        return user
+    if scheme.lower() == "basic" and value:
+        try:
+            name, sep, password = base64.b64decode(value, validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            raise unauthorized("malformed Basic credentials") from None
+        user = server.check_password(name, password) if sep else None
+        if user is None:
+            raise unauthorized("wrong user name or password")
+        return user
+    raise unauthorized("unsupported authorization scheme: use Basic or Bearer")
+
+
+def current_user(request: Request) -> User:
+    """FastAPI dependency: the calling user."""
+    state = request.app.state
+    return authenticate(
+        state.server, request.headers.get("authorization"), open_locally=state.open_locally
+    )

@@ -1,0 +1,113 @@
+"""Tables, dynamic tables, health and metrics: thin reads of `warehouse.describe`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import PlainTextResponse
+
+from service.http.auth import current_user
+from service.http.models import DynamicTable, Error, Health, RefreshOutcome, Table
+from service.session import Server
+from warehouse import describe
+from warehouse.dynamic.schedule import Failed, Skipped
+from warehouse.dynamic.schedule import describe as describe_outcome
+from warehouse.security.users import User
+
+router = APIRouter()
+AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Error, "description": "No or wrong credentials."}
+}
+
+
+def _server(request: Request) -> Server:
+    server: Server = request.app.state.server
+    return server
+
+
+@router.get("/v1/tables", tags=["catalog"], responses=AUTH_ERRORS)
+def tables(request: Request, user: Annotated[User, Depends(current_user)]) -> list[Table]:
+    """Every table and view: name, kind, estimated rows, columns and types."""
+    return [Table(**t) for t in _server(request).with_cursor(describe.list_tables)]
+
+
+@router.get(
+    "/v1/tables/{name}",
+    tags=["catalog"],
+    responses={**AUTH_ERRORS, 404: {"model": Error, "description": "No such table."}},
+)
+def table(name: str, request: Request, user: Annotated[User, Depends(current_user)]) -> Table:
+    """One table: columns, types and exact row count."""
+    return Table(**_server(request).with_cursor(lambda cur: describe.describe_table(cur, name)))
+
+
+@router.get("/v1/dynamic-tables", tags=["dynamic tables"], responses=AUTH_ERRORS)
+def dynamic_tables(
+    request: Request, user: Annotated[User, Depends(current_user)]
+) -> list[DynamicTable]:
+    """Each dynamic table: freshness, refresh mode and why, state, lag."""
+    return [DynamicTable(**t) for t in _server(request).with_cursor(describe.list_dynamic_tables)]
+
+
+@router.post(
+    "/v1/dynamic-tables/{name}/refresh",
+    tags=["dynamic tables"],
+    responses={
+        **AUTH_ERRORS,
+        403: {"model": Error, "description": "Refreshing needs the writer role."},
+        404: {"model": Error, "description": "No such dynamic table."},
+    },
+)
+def refresh(
+    name: str,
+    request: Request,
+    user: Annotated[User, Depends(current_user)],
+    full: bool = False,
+) -> list[RefreshOutcome]:
+    """Refresh one dynamic table now (incrementally where its plan allows, or `full`)."""
+    server = _server(request)
+    known = {t["name"] for t in server.with_cursor(describe.list_dynamic_tables)}
+    if name not in known:
+        raise LookupError(f"no dynamic table named {name!r}")
+    outcomes = server.refresh(user, name, full=full)
+    return [
+        RefreshOutcome(
+            name=o.name,
+            outcome="failed"
+            if isinstance(o, Failed)
+            else "skipped"
+            if isinstance(o, Skipped)
+            else "refreshed",
+            detail=describe_outcome(o, took),
+        )
+        for o, took in outcomes
+    ]
+
+
+@router.get("/healthz", tags=["service"])
+def healthz(request: Request) -> Health:
+    """Liveness: answers without credentials once the database is open."""
+    server = _server(request)
+    return Health(
+        status="ok",
+        database=server.engine.path,
+        schema_version=server.schema_version,
+        pgwire=bool(getattr(request.app.state, "pgwire", False)),
+    )
+
+
+@router.get("/metrics", tags=["service"], response_class=PlainTextResponse)
+def metrics(request: Request) -> PlainTextResponse:
+    """Prometheus text: queries, errors, latencies, ingest rows, refresh lag per dynamic table."""
+    server = _server(request)
+    lag = server.with_cursor(describe.refresh_lag_s)
+    gauges: dict[str, tuple[str, dict[tuple[tuple[str, str], ...], float]]] = {
+        "wanka_dynamic_table_lag_seconds": (
+            "Seconds since the data a dynamic table reflects.",
+            {(("table", str(name)),): float(value) for name, value in lag.items()},
+        )
+    }
+    return PlainTextResponse(
+        server.metrics.render(gauges), media_type="text/plain; version=0.0.4; charset=utf-8"
+    )

@@ -1,0 +1,102 @@
+"""`/v1/query`: run SQL as the calling user and stream the result in the format asked for."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
+
+from service.http.auth import current_user
+from service.http.models import Error, Format, QueryRequest, QueryResponse
+from service.http.stream import MEDIA_TYPES, RENDERERS, first_batch
+from service.session import Server
+from warehouse.errors import UserError
+from warehouse.security.users import User
+
+router = APIRouter(tags=["query"])
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": Error, "description": "Bad SQL or input."},
+    401: {"model": Error, "description": "No or wrong credentials."},
+    403: {"model": Error, "description": "The role may not run this statement."},
+    408: {"model": Error, "description": "The query ran past its time limit."},
+    413: {"model": Error, "description": "The query needed more memory than allowed."},
+}
+RESULT: dict[int | str, dict[str, Any]] = {
+    200: {
+        "model": QueryResponse,
+        "description": "The result, streamed: JSON, or the bytes of the format asked for.",
+        "content": {media: {} for fmt, media in MEDIA_TYPES.items() if fmt != "json"},
+    }
+}
+
+
+def answer(server: Server, user: User, query: QueryRequest) -> StreamingResponse:
+    """Run `query` in a session of its own; the session closes when the last byte is sent."""
+    started = time.perf_counter()
+    session = server.session(user, json_rows=query.format == "json")
+    try:
+        result = session.run(
+            query.sql, query.params, timeout_s=query.timeout_s, max_rows=query.max_rows
+        )
+        first = first_batch(result)
+    except BaseException as error:
+        session.close()
+        server.metrics.count(
+            "wanka_query_errors_total", "Queries that failed.", face="http", error=_kind(error)
+        )
+        raise
+
+    def body() -> Iterator[bytes]:
+        try:
+            yield from RENDERERS[query.format](result, first)
+        finally:
+            session.close()
+            server.metrics.count(
+                "wanka_queries_total", "Queries answered.", face="http", format=query.format
+            )
+            server.metrics.observe_query(time.perf_counter() - started, face="http")
+
+    headers = {"X-Wanka-Statement": result.statement}
+    return StreamingResponse(body(), media_type=MEDIA_TYPES[query.format], headers=headers)
+
+
+def _kind(error: BaseException) -> str:
+    return type(error).__name__
+
+
+@router.post("/v1/query", responses={**RESULT, **ERRORS}, summary="Run SQL")
+def post_query(
+    query: QueryRequest, request: Request, user: Annotated[User, Depends(current_user)]
+) -> StreamingResponse:
+    """Run one statement (readers) or a script (writers, admins) and stream its last result."""
+    return answer(request.app.state.server, user, query)
+
+
+@router.get("/v1/query", responses={**RESULT, **ERRORS}, summary="Run SQL (GET)")
+def get_query(
+    request: Request,
+    user: Annotated[User, Depends(current_user)],
+    sql: Annotated[str, Query(min_length=1, max_length=100_000)],
+    format: Format = "json",
+    max_rows: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    timeout_s: Annotated[float | None, Query(gt=0, le=86_400)] = None,
+    params: Annotated[str | None, Query(description="A JSON array or object.")] = None,
+) -> StreamingResponse:
+    """The same as POST, with the query in the URL (`params` as JSON text)."""
+    values = None
+    if params:
+        try:
+            values = json.loads(params)
+        except ValueError:
+            raise UserError("params is not JSON: give a JSON array or object") from None
+        if not isinstance(values, (list, dict)):
+            raise UserError("params must be a JSON array or object")
+    query = QueryRequest(
+        sql=sql, params=values, format=format, max_rows=max_rows, timeout_s=timeout_s
+    )
+    return answer(request.app.state.server, user, query)

@@ -1,0 +1,154 @@
+"""HTTP renderers: a query `Result` in, chunks of one format's bytes out, one Arrow batch at a time.
+
+Nothing holds the whole result: each batch is encoded and handed to the server as it arrives.
+An error after the first byte cannot change the status code any more; JSON and NDJSON then end
+with an `error` member/line, CSV, Arrow and Parquet end cut short (their readers notice).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+
+from service.render import csv_header, flat_for_csv, json_rows, json_value
+from service.session import Result
+from warehouse.errors import WankaError
+
+MEDIA_TYPES = {
+    "json": "application/json",
+    "ndjson": "application/x-ndjson",
+    "csv": "text/csv; charset=utf-8",
+    "arrow": "application/vnd.apache.arrow.stream",
+    "parquet": "application/vnd.apache.parquet",
+}
+FORMATS = tuple(MEDIA_TYPES)
+
+
+class _Sink(io.RawIOBase):
+    """A write-only file that keeps what was written until `take()`."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._parts.append(bytes(data))
+        return len(data)
+
+    def take(self) -> bytes:
+        data = b"".join(self._parts)
+        self._parts.clear()
+        return data
+
+
+def _json_column(column: pa.Array) -> list[Any]:
+    """A column as JSON-ready values; plain types skip the per-value conversion."""
+    kind = column.type
+    if pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_boolean(kind):
+        return column.to_pylist()
+    if pa.types.is_floating(kind):
+        return [v if v is None or math.isfinite(v) else None for v in column.to_pylist()]
+    return [json_value(v) for v in column.to_pylist()]
+
+
+def json_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[bytes]:
+    """`{"columns": [...], "rows": [[...], ...], "truncated", "rows_returned", "elapsed_ms"}`."""
+    schema = result.reader.schema
+    columns = [{"name": f.name, "type": str(f.type)} for f in schema]
+    yield b'{"columns": ' + json.dumps(columns).encode() + b', "rows": ['
+    count, error = 0, None
+    try:
+        for batch in _batches(result, first):
+            if not batch.num_rows:
+                continue
+            values = [_json_column(col) for col in batch.columns]
+            rows = [json.dumps(list(row), ensure_ascii=False) for row in zip(*values, strict=True)]
+            yield ((", " if count else "") + ", ".join(rows)).encode()
+            count += batch.num_rows
+    except WankaError as failure:
+        error = str(failure)
+    tail = {
+        "truncated": result.truncated,
+        "rows_returned": count,
+        "statement": result.statement,
+        "rowcount": result.rowcount,
+        "elapsed_ms": round(result.elapsed_ms, 3),
+    }
+    if error is not None:
+        tail["error"] = error
+    yield b"], " + json.dumps(tail).encode()[1:]
+
+
+def ndjson_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[bytes]:
+    """One JSON object per row; a failure mid-stream ends with an `{"error": ...}` line."""
+    try:
+        for batch in _batches(result, first):
+            lines = [json.dumps(row, ensure_ascii=False) for row in json_rows(batch)]
+            if lines:
+                yield ("\n".join(lines) + "\n").encode()
+    except WankaError as failure:
+        yield json.dumps({"error": str(failure)}).encode() + b"\n"
+
+
+def csv_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[bytes]:
+    """A header line, then rows; nested values as JSON text."""
+    yield csv_header(result.reader.schema.names)
+    sink = _Sink()
+    options = pacsv.WriteOptions(include_header=False)
+    for batch in _batches(result, first):
+        pacsv.write_csv(flat_for_csv(batch), sink, write_options=options)
+        yield sink.take()
+
+
+def arrow_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[bytes]:
+    """An Arrow IPC stream: schema, then one message per batch, then the end marker."""
+    sink = _Sink()
+    with ipc.new_stream(sink, result.reader.schema) as writer:
+        yield sink.take()
+        for batch in _batches(result, first):
+            writer.write_batch(batch)
+            yield sink.take()
+    yield sink.take()
+
+
+def parquet_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[bytes]:
+    """A Parquet file, one row group per batch, written as the row groups complete."""
+    sink = _Sink()
+    with pq.ParquetWriter(sink, result.reader.schema, compression="zstd") as writer:
+        for batch in _batches(result, first):
+            writer.write_batch(batch)
+            yield sink.take()
+    yield sink.take()
+
+
+def _batches(result: Result, first: pa.RecordBatch | None) -> Iterator[pa.RecordBatch]:
+    if first is not None:
+        yield first
+    yield from result.reader
+
+
+RENDERERS: dict[str, Callable[[Result, pa.RecordBatch | None], Iterator[bytes]]] = {
+    "json": json_chunks,
+    "ndjson": ndjson_chunks,
+    "csv": csv_chunks,
+    "arrow": arrow_chunks,
+    "parquet": parquet_chunks,
+}
+
+
+def first_batch(result: Result) -> pa.RecordBatch | None:
+    """Read the first batch before answering, so an early failure still gets its status code."""
+    try:
+        return result.reader.read_next_batch()
+    except StopIteration:
+        return None

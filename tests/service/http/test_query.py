@@ -1,0 +1,124 @@
+"""/v1/query: formats, row caps, time limits, parameters and errors."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+import pytest
+
+from tests.service.http.conftest import Served
+
+SLOW = "SELECT sum(hash(a.range * b.range)) FROM range(200000) a, range(200000) b"
+
+
+def test_json_has_columns_types_rows_and_flags(served: Served) -> None:
+    response = served.client.post(
+        "/v1/query",
+        json={"sql": "SELECT 42 AS n, 'x' AS s, 1.5 AS d, NULL AS z, 'nan'::DOUBLE AS f"},
+        auth=served.auth("reader"),
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert [c["name"] for c in body["columns"]] == ["n", "s", "d", "z", "f"]
+    assert body["columns"][0]["type"] == "int32"
+    assert body["rows"] == [[42, "x", 1.5, None, None]]
+    assert body["truncated"] is False and body["statement"] == "SELECT"
+    assert body["elapsed_ms"] >= 0
+
+
+def test_json_row_cap_sets_truncated(served: Served) -> None:
+    response = served.client.post(
+        "/v1/query", json={"sql": "SELECT * FROM range(5000)"}, auth=served.auth("reader")
+    )
+    body = response.json()
+    assert len(body["rows"]) == 1000 and body["truncated"] is True
+    response = served.client.post(
+        "/v1/query",
+        json={"sql": "SELECT * FROM range(5000)", "max_rows": 3},
+        auth=served.auth("reader"),
+    )
+    assert response.json()["rows"] == [[0], [1], [2]]
+
+
+def test_arrow_stream_is_not_capped(served: Served) -> None:
+    response = served.client.post(
+        "/v1/query",
+        json={"sql": "SELECT range AS i FROM range(300000)", "format": "arrow"},
+        auth=served.auth("reader"),
+    )
+    assert response.headers["content-type"] == "application/vnd.apache.arrow.stream"
+    table = ipc.open_stream(response.content).read_all()
+    assert table.num_rows == 300000 and table.column("i")[-1].as_py() == 299999
+
+
+def test_parquet_csv_ndjson(served: Served) -> None:
+    sql = "SELECT range AS i, [range, 1] AS l FROM range(3)"
+    auth = served.auth("reader")
+    parquet = served.client.post("/v1/query", json={"sql": sql, "format": "parquet"}, auth=auth)
+    assert pq.read_table(io.BytesIO(parquet.content)).num_rows == 3
+    csv = served.client.post("/v1/query", json={"sql": sql, "format": "csv"}, auth=auth)
+    assert csv.text.splitlines() == ["i,l", '0,"[0, 1]"', '1,"[1, 1]"', '2,"[2, 1]"']
+    nd = served.client.post("/v1/query", json={"sql": sql, "format": "ndjson"}, auth=auth)
+    assert [json.loads(line) for line in nd.text.splitlines()][1] == {"i": 1, "l": [1, 1]}
+
+
+def test_get_with_params(served: Served) -> None:
+    response = served.client.get(
+        "/v1/query",
+        params={"sql": "SELECT ? + 1 AS x", "params": "[41]", "format": "csv"},
+        auth=served.auth("reader"),
+    )
+    assert response.text == "x\n42\n"
+    named = served.client.post(
+        "/v1/query",
+        json={"sql": "SELECT $a * 2 AS x", "params": {"a": 21}},
+        auth=served.auth("reader"),
+    )
+    assert named.json()["rows"] == [[42]]
+
+
+def test_time_limit_interrupts(served: Served) -> None:
+    response = served.client.post(
+        "/v1/query", json={"sql": SLOW, "timeout_s": 0.2}, auth=served.auth("reader")
+    )
+    assert response.status_code == 408
+    assert "time limit of 0.2 s" in response.json()["error"]
+    again = served.client.post("/v1/query", json={"sql": "SELECT 1"}, auth=served.auth("reader"))
+    assert again.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "text"),
+    [
+        ({"sql": "SELEC 1"}, 400, "syntax error"),
+        ({"sql": "SELECT * FROM nope"}, 400, "nope"),
+        ({"sql": ""}, 400, "sql"),
+        ({"sql": "SELECT 1", "format": "xml"}, 400, "format"),
+        ({"sql": "SELECT 1", "max_rows": -1}, 400, "max_rows"),
+        ({"sql": "SELECT 1", "extra": 1}, 400, "extra"),
+    ],
+)
+def test_bad_input_is_400_json(served: Served, body: dict, status: int, text: str) -> None:
+    response = served.client.post("/v1/query", json=body, auth=served.auth("reader"))
+    assert response.status_code == status
+    assert text in response.json()["error"].lower()
+
+
+def test_writer_dml_and_admin_ddl(served: Served) -> None:
+    writer = served.client.post(
+        "/v1/query",
+        json={"sql": "INSERT INTO sites (site) VALUES ('gamma')"},
+        headers={"Authorization": f"Bearer {served.token}"},
+    )
+    assert writer.status_code == 200 and writer.json()["rowcount"] == 1
+    ddl = served.client.post(
+        "/v1/query", json={"sql": "CREATE TABLE scratch (a INT)"}, auth=served.auth("writer")
+    )
+    assert ddl.status_code == 403 and "CREATE is refused" in ddl.json()["error"]
+    admin = served.client.post(
+        "/v1/query", json={"sql": "CREATE TABLE scratch (a INT)"}, auth=served.auth("admin")
+    )
+    assert admin.status_code == 200
