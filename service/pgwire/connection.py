@@ -13,6 +13,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from sqlglot import exp
+
 from service.pgwire import codec, cursors, params
 from service.pgwire import types as t
 from service.pgwire.errors import message, sqlstate
@@ -42,6 +44,7 @@ class Connection:
         settings: Settings,
         run_blocking: Callable[..., Any],
         timeout_s: float | None = None,
+        pid: int = 0,
     ) -> None:
         self.reader, self.writer, self.session = reader, writer, session
         self.settings = settings
@@ -52,6 +55,13 @@ class Connection:
         self.status = b"I"
         self.skip_to_sync = False
         self.streaming: Portal | None = None  # the portal whose stream holds the session
+        user = getattr(getattr(session, "user", None), "name", "") or settings.get(
+            "session_authorization"
+        )
+        self.context: dict[str, exp.Expr] = {
+            "wanka_session_user": exp.Literal.string(user or ""),
+            "wanka_backend_pid": exp.Literal.number(pid),
+        }
 
     async def call(self, fn: Callable[..., R], *args: Any) -> R:
         result: R = await self.blocking(fn, *args)
@@ -204,7 +214,9 @@ class Connection:
                 "25P02",
                 "current transaction is aborted, commands ignored until end of transaction block",
             )
-        sql = statement.render(values) if statement.tree is not None else statement.text
+        sql = (
+            statement.render(values, self.context) if statement.tree is not None else statement.text
+        )
         return Portal(statement, sql, formats)
 
     async def start(self, portal: Portal) -> None:

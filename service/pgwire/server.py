@@ -88,13 +88,13 @@ class PgServer:
             )
             await writer.drain()
             connection = Connection(
-                reader, writer, session, settings, self.blocking, self.timeout_s
+                reader, writer, session, settings, self.blocking, self.timeout_s, pid
             )
             await connection.serve()
         except Rejected as rejected:
             if rejected.reply:
                 writer.write(rejected.reply)
-        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError, asyncio.CancelledError):
             pass
         except codec.ProtocolViolation as error:
             writer.write(codec.error_response("08P01", str(error), severity="FATAL"))
@@ -104,10 +104,9 @@ class PgServer:
         finally:
             self.active.pop(pid, None)
             if session is not None:
-                with contextlib.suppress(Exception):
-                    await self.blocking(session.close)
+                with contextlib.suppress(RuntimeError):  # the pool is gone at shutdown
+                    self.pool.submit(session.close)
             with contextlib.suppress(Exception):
-                await writer.drain()
                 writer.close()
 
 
@@ -146,12 +145,23 @@ class Handle:
         return self
 
     def stop(self) -> None:
-        """Stop accepting, close the server and the worker pool."""
-        if self._server is not None:
-            self.loop.call_soon_threadsafe(self._server.close)
+        """Stop accepting, end open connections, close the worker pool."""
+        if self.loop.is_closed() or not self.thread.is_alive():
+            return
+        future = asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop)
+        with contextlib.suppress(Exception):
+            future.result(timeout=5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
         self.pg.pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def start(

@@ -64,6 +64,7 @@ class Statement:
     cursor: str | None = None  # DECLARE/FETCH/MOVE/CLOSE: the cursor's name
     count: int = 0  # FETCH/MOVE: rows (0 = all)
     binary: bool = False  # DECLARE ... BINARY CURSOR
+    uses_session: bool = False  # holds current_user / pg_backend_pid markers
 
     @property
     def returns_rows(self) -> bool:
@@ -71,19 +72,24 @@ class Statement:
             self.tree is not None and bool(self.tree.find(exp.Returning))
         )
 
-    def render(self, params: Sequence[exp.Expr] = ()) -> str:
-        """DuckDB SQL with parameters inlined as literals."""
+    def render(
+        self, params: Sequence[exp.Expr] = (), context: dict[str, exp.Expr] | None = None
+    ) -> str:
+        """DuckDB SQL with parameters and session values (user, pid) inlined as literals."""
         if self.tree is None:
             return self.text
-        if not params and not self.param_count:
+        if not params and not self.param_count and not self.uses_session:
             return _render(self.tree)
         values = list(params)
+        session = context or {}
 
         def bind(node: exp.Expr) -> exp.Expr:
             if isinstance(node, exp.Parameter) and isinstance(node.this, exp.Literal):
                 index = int(node.this.this) - 1
                 if 0 <= index < len(values):
                     return values[index].copy()
+            if isinstance(node, exp.Parameter) and isinstance(node.this, exp.Var):
+                return session.get(node.this.name, exp.null()).copy()
             return node
 
         return _render(self.tree.transform(bind))
@@ -151,8 +157,15 @@ def classify(text: str) -> Statement:
         for p in tree.find_all(exp.Parameter)
         if isinstance(p.this, exp.Literal) and not p.this.is_string
     }
+    markers = any(isinstance(p.this, exp.Var) for p in tree.find_all(exp.Parameter))
     return Statement(
-        text, _kind(tree), _tag(tree), tree, param_count=max(params, default=0), copy=copy
+        text,
+        _kind(tree),
+        _tag(tree),
+        tree,
+        param_count=max(params, default=0),
+        copy=copy,
+        uses_session=markers,
     )
 
 

@@ -1,11 +1,61 @@
-"""Catalog views and macros (placeholder)."""
+"""The compatibility objects: macros installed in memory, catalog views inlined as subqueries."""
 
 from __future__ import annotations
 
+import functools
+import re
+from pathlib import Path
 from typing import Any
 
+import sqlglot
+from sqlglot import exp
+
+from service.pgwire.settings import DEFAULTS
+
 COMPAT_SCHEMA = "pg_compat"
+HERE = Path(__file__).parent
+_VIEW_HEADER = re.compile(r"^-- view: (?P<name>[\w.]+)\s*$", re.M)
+_MACRO_NAME = re.compile(r"CREATE OR REPLACE MACRO memory\.pg_compat\.(\w+)\(", re.I)
 
 
 def install(cur: Any) -> None:
-    return None
+    """Create schema memory.pg_compat and its macros (idempotent) on a privileged cursor."""
+    cur.execute(f"CREATE SCHEMA IF NOT EXISTS memory.{COMPAT_SCHEMA}")
+    for statement in cur.extract_statements((HERE / "macros.sql").read_text()):
+        cur.execute(statement.query)
+
+
+@functools.cache
+def macro_names() -> frozenset[str]:
+    """Every function name the macros define (lower case)."""
+    return frozenset(m.lower() for m in _MACRO_NAME.findall((HERE / "macros.sql").read_text()))
+
+
+def _settings_values() -> str:
+    rows = [
+        "(" + ", ".join("'" + v.replace("'", "''") + "'" for v in (name, value)) + ")"
+        for name, value in sorted(DEFAULTS.items())
+    ]
+    return ", ".join(rows)
+
+
+@functools.cache
+def views() -> dict[str, exp.Query]:
+    """Catalog views by name ('pg_class', 'information_schema.tables'), parsed once."""
+    text = (HERE / "views.sql").read_text().replace("{settings}", _settings_values())
+    heads = list(_VIEW_HEADER.finditer(text))
+    found: dict[str, exp.Query] = {}
+    for head, following in zip(heads, [*heads[1:], None], strict=True):
+        body = text[head.end() : following.start() if following else len(text)]
+        body = "\n".join(line for line in body.splitlines() if not line.startswith("--"))
+        tree = sqlglot.parse_one(body, read="duckdb")
+        assert isinstance(tree, exp.Query), head["name"]
+        found[head["name"].lower()] = tree
+    return found
+
+
+def view(schema: str, name: str) -> exp.Query | None:
+    """The query standing for `schema.name`, if wanka provides one."""
+    key = name.lower() if schema in ("", "pg_catalog") else f"{schema}.{name}".lower()
+    tree = views().get(key)
+    return tree.copy() if tree is not None else None

@@ -1,9 +1,232 @@
-"""Tree rewrites from PostgreSQL client SQL to DuckDB (placeholder; rules follow)."""
+"""Tree rewrites from what PostgreSQL clients send to what DuckDB runs.
+
+Each rule is a small function over one node, applied in one `transform` pass:
+
+- catalog relations wanka provides (`pg_catalog.pg_class`, `information_schema.columns`, ...)
+  become inlined subqueries; schema `public` is the warehouse's `main`;
+- `pg_catalog.`-qualified calls lose the qualifier; functions wanka provides call the macros in
+  `memory.pg_compat`; `version()`, `current_setting()` and friends become literals;
+- casts to `regclass`, `regtype`, `oid`, `name`, `"char"`, ... become lookups or plain types;
+- `OPERATOR(pg_catalog.~)` and `COLLATE pg_catalog.default` become plain DuckDB.
+"""
 
 from __future__ import annotations
 
 from sqlglot import exp
 
+from service.pgwire.compat.objects import COMPAT_SCHEMA, macro_names, view
+from service.pgwire.settings import DEFAULTS, SERVER_VERSION
+
+VERSION = (
+    f"PostgreSQL {SERVER_VERSION} (wanka, DuckDB inside) on x86_64-pc-linux-gnu, "
+    "compiled by gcc, 64-bit"
+)
+#: markers the connection replaces per session (user name, backend pid)
+SESSION_USER = "wanka_session_user"
+
+_LITERAL_FUNCTIONS = {
+    "version": VERSION,
+    "current_database": "wanka",
+    "current_catalog": "wanka",
+    "current_schema": "public",
+    "pg_postmaster_start_time": None,
+    "inet_server_addr": None,
+}
+_PLAIN_TYPES = {
+    "name": "VARCHAR",
+    "char": "VARCHAR",
+    "bpchar": "VARCHAR",
+    "text": "VARCHAR",
+    "oid": "BIGINT",
+    "xid": "BIGINT",
+    "int2vector": "SMALLINT[]",
+    "oidvector": "BIGINT[]",
+    "pg_node_tree": "VARCHAR",
+    "aclitem": "VARCHAR",
+    "regproc": "VARCHAR",
+    "regprocedure": "VARCHAR",
+    "regoper": "VARCHAR",
+    "regnamespace": "VARCHAR",
+    "regrole": "VARCHAR",
+    "regconfig": "VARCHAR",
+    "anyarray": "VARCHAR[]",
+    "cstring": "VARCHAR",
+    "information_schema.sql_identifier": "VARCHAR",
+    "sql_identifier": "VARCHAR",
+    "cardinal_number": "INTEGER",
+    "character_data": "VARCHAR",
+    "yes_or_no": "VARCHAR",
+}
+
 
 def rewrite(tree: exp.Expr) -> exp.Expr:
-    return tree
+    """Rewrite one parsed statement, children before parents (a copy is returned)."""
+    root = tree.copy()
+    for node in reversed(list(root.walk(bfs=True))):
+        new = _rule(node)
+        if new is not node:
+            if node is root:
+                root = new
+            else:
+                node.replace(new)
+    return root
+
+
+def compat_call(name: str, args: list[exp.Expr]) -> exp.Expr:
+    """`memory.pg_compat.name(args)`."""
+    call = exp.Anonymous(this=name, expressions=args)
+    prefix = exp.Dot(this=exp.to_identifier("memory"), expression=exp.to_identifier(COMPAT_SCHEMA))
+    return exp.Dot(this=prefix, expression=call)
+
+
+def _rule(node: exp.Expr) -> exp.Expr:
+    if isinstance(node, exp.Table):
+        return _table(node)
+    if isinstance(node, exp.Dot) and isinstance(node.expression, (exp.Func, exp.Dot)):
+        return _qualified_call(node)
+    if isinstance(node, exp.Cast):
+        return _cast(node)
+    if isinstance(node, exp.DataType) and node.this == exp.DType.USERDEFINED:
+        return _qualified_type(node)
+    if isinstance(node, exp.Operator):
+        return _operator(node)
+    if isinstance(node, exp.Collate):
+        return node.this
+    if isinstance(node, exp.Func):
+        return _function(node)
+    if (
+        isinstance(node, exp.Column)
+        and not node.table
+        and node.name.lower() in ("current_user", "session_user", "user", "current_role")
+        and not node.this.quoted
+    ):
+        return _session_user()
+    return node
+
+
+def _session_user() -> exp.Expr:
+    return exp.Parameter(this=exp.Var(this=SESSION_USER))
+
+
+def _table(node: exp.Table) -> exp.Expr:
+    if isinstance(node.this, (exp.Func, exp.Dot)):
+        if node.db.lower() in ("pg_catalog", "information_schema"):
+            node.set("db", None)  # pg_catalog.unnest(...), information_schema._pg_expandarray
+        return node
+    if node.catalog:
+        return node
+    schema = node.db.lower()
+    if schema == "public":
+        node.set("db", exp.to_identifier("main"))
+        return node
+    if schema in ("", "pg_catalog", "information_schema"):
+        inlined = view(schema, node.name)
+        if inlined is not None:
+            alias = node.alias or node.name
+            return exp.Subquery(this=inlined, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+    return node
+
+
+def _qualified_call(node: exp.Dot) -> exp.Expr:
+    qualifier = node.this.name.lower() if isinstance(node.this, exp.Identifier) else ""
+    if qualifier in ("pg_catalog", "information_schema"):
+        return node.expression  # already rewritten: children go first
+    return node
+
+
+def _function(node: exp.Func) -> exp.Expr:
+    if isinstance(node, (exp.CurrentUser, exp.SessionUser)):
+        return _session_user()
+    if isinstance(node, exp.CurrentVersion):
+        return exp.Literal.string(VERSION)
+    if isinstance(node, exp.CurrentDatabase):
+        return exp.Literal.string("wanka")
+    if isinstance(node, exp.CurrentSchema):
+        return exp.Literal.string("public")
+    if isinstance(node, exp.CurrentSchemas):
+        return compat_call("current_schemas", [node.this])
+    name = node.name.lower() if isinstance(node, exp.Anonymous) else node.sql_name().lower()
+    args = (
+        list(node.expressions) if isinstance(node, exp.Anonymous) else list(node.iter_expressions())
+    )
+    if name in _LITERAL_FUNCTIONS:
+        value = _LITERAL_FUNCTIONS[name]
+        return exp.Literal.string(value) if value is not None else exp.null()
+    if name == "current_setting" and args and isinstance(args[0], exp.Literal):
+        setting = DEFAULTS.get(args[0].name) or DEFAULTS.get(args[0].name.lower())
+        return exp.Literal.string(setting) if setting is not None else exp.null()
+    if name == "set_config" and len(args) >= 2:
+        return args[1]
+    if name == "pg_backend_pid":
+        return exp.Parameter(this=exp.Var(this="wanka_backend_pid"))
+    if name == "pg_get_keywords":
+        return node  # a table function: handled where it appears as a table
+    if isinstance(node, exp.Anonymous) and name in macro_names():
+        return compat_call(name, args)
+    if name in ("array_upper", "array_lower", "array_ndims") and isinstance(node, exp.Anonymous):
+        return compat_call(name, args)
+    return node
+
+
+def _cast(node: exp.Cast) -> exp.Expr:
+    target = node.to
+    name = _type_name(target)
+    if name is None:
+        return node
+    value = node.this
+    if name == "regclass":
+        if isinstance(value, exp.Literal) and value.is_string:
+            return compat_call("regclass_oid", [value])
+        return compat_call("regclass_name", [value])
+    if name == "regtype":
+        if isinstance(value, exp.Literal) and value.is_string:
+            return compat_call("regtype_oid", [value])
+        return compat_call("format_type", [value, exp.null()])
+    if name in _PLAIN_TYPES:
+        return exp.cast(value, _PLAIN_TYPES[name], dialect="duckdb")
+    if isinstance(target, exp.DataType) and target.this == exp.DType.USERDEFINED:
+        try:  # pg_catalog.int2, pg_catalog.text[]: the type without its schema
+            return exp.cast(value, exp.DataType.build(name, dialect="postgres"), dialect="duckdb")
+        except Exception:
+            return node
+    return node
+
+
+def _qualified_type(node: exp.DataType) -> exp.Expr:
+    """`pg_catalog.int2` inside `int2[]`: the type without its schema."""
+    name = _type_name(node)
+    if name is None or name in _PLAIN_TYPES or name in ("regclass", "regtype"):
+        return node
+    try:
+        return exp.DataType.build(name, dialect="postgres")
+    except Exception:
+        return node
+
+
+def _type_name(target: exp.Expr) -> str | None:
+    if isinstance(target, exp.ObjectIdentifier):
+        return target.name.lower()
+    if isinstance(target, exp.DataType):
+        kind = target.args.get("kind")
+        if target.this == exp.DType.USERDEFINED and kind is not None:
+            text = kind.sql().replace('"', "").lower()
+            return text.removeprefix("pg_catalog.")
+        if target.this == exp.DType.NAME:
+            return "name"
+    return None
+
+
+def _operator(node: exp.Operator) -> exp.Expr:
+    op = str(node.args.get("operator", "")).replace(" ", "").lower()
+    op = op.removeprefix("pg_catalog.")
+    left, right = node.this, node.expression
+    if op == "~":
+        return exp.RegexpLike(this=left, expression=right)
+    if op == "!~":
+        return exp.Not(this=exp.RegexpLike(this=left, expression=right))
+    if op == "~*":
+        return exp.RegexpILike(this=left, expression=right)
+    binary = {"=": exp.EQ, "<>": exp.NEQ, "<": exp.LT, ">": exp.GT, "<=": exp.LTE, ">=": exp.GTE}
+    if op in binary:
+        return binary[op](this=left, expression=right)
+    return node

@@ -1,0 +1,422 @@
+-- PostgreSQL catalog relations as DuckDB queries over the warehouse's own catalog functions.
+-- The rewriter inlines each one as a subquery where a client names pg_catalog.<name> (or
+-- information_schema.<name>), so the warehouse file holds none of them and the role policy
+-- sees only duckdb_*() catalog functions. The `main` schema is shown as `public`.
+-- Format: `-- view: [schema.]name` then one SELECT.
+
+-- view: pg_namespace
+SELECT oid::BIGINT AS oid, memory.pg_compat.schema_name(schema_name) AS nspname,
+       10::BIGINT AS nspowner, NULL::VARCHAR[] AS nspacl
+FROM duckdb_schemas() WHERE database_name IN ('warehouse', 'system') AND NOT (
+    database_name = 'system' AND schema_name = 'main')
+
+-- view: pg_class
+SELECT table_oid::BIGINT AS oid, table_name AS relname, schema_oid::BIGINT AS relnamespace,
+       0::BIGINT AS reltype, 0::BIGINT AS reloftype, 10::BIGINT AS relowner, 2::BIGINT AS relam,
+       0::BIGINT AS relfilenode, 0::BIGINT AS reltablespace, 0 AS relpages,
+       estimated_size::FLOAT AS reltuples, 0 AS relallvisible, 0::BIGINT AS reltoastrelid,
+       has_primary_key OR index_count > 0 AS relhasindex, false AS relisshared,
+       CASE WHEN temporary THEN 't' ELSE 'p' END AS relpersistence, 'r' AS relkind,
+       column_count::SMALLINT AS relnatts, check_constraint_count::SMALLINT AS relchecks,
+       false AS relhasoids, has_primary_key AS relhaspkey, false AS relhasrules,
+       false AS relhastriggers, false AS relhassubclass, false AS relrowsecurity,
+       false AS relforcerowsecurity, true AS relispopulated, 'd' AS relreplident,
+       false AS relispartition, 0::BIGINT AS relrewrite, 0 AS relfrozenxid, 0 AS relminmxid,
+       NULL::VARCHAR[] AS relacl, NULL::VARCHAR[] AS reloptions, NULL AS relpartbound
+FROM duckdb_tables() WHERE database_name = 'warehouse'
+UNION ALL
+SELECT view_oid, view_name, schema_oid, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, false, false,
+       CASE WHEN temporary THEN 't' ELSE 'p' END, 'v', column_count, 0, false, false, true,
+       false, false, false, false, true, 'd', false, 0, 0, 0, NULL, NULL, NULL
+FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
+UNION ALL
+SELECT table_oid * 1000 + constraint_index, table_name || '_' || CASE constraint_type
+           WHEN 'PRIMARY KEY' THEN 'pkey' ELSE array_to_string(constraint_column_names, '_') || '_key' END,
+       schema_oid, 0, 0, 10, 403, 0, 0, 0, 0, 0, 0, false, false, 'p', 'i',
+       len(constraint_column_names), 0, false, false, false, false, false, false, false, true,
+       'd', false, 0, 0, 0, NULL, NULL, NULL
+FROM duckdb_constraints() WHERE database_name = 'warehouse'
+    AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')
+UNION ALL
+SELECT index_oid, index_name, schema_oid, 0, 0, 10, 403, 0, 0, 0, 0, 0, 0, false, false, 'p',
+       'i', 1, 0, false, false, false, false, false, false, false, true, 'd', false, 0, 0, 0,
+       NULL, NULL, NULL
+FROM duckdb_indexes() WHERE database_name = 'warehouse'
+UNION ALL
+SELECT sequence_oid, sequence_name, schema_oid, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, false, false,
+       'p', 'S', 0, 0, false, false, false, false, false, false, false, true, 'd', false, 0, 0,
+       0, NULL, NULL, NULL
+FROM duckdb_sequences() WHERE database_name = 'warehouse'
+
+-- view: pg_attribute
+SELECT table_oid::BIGINT AS attrelid, column_name AS attname,
+       memory.pg_compat.type_oid(data_type)::BIGINT AS atttypid, -1 AS attstattarget,
+       -1::SMALLINT AS attlen, column_index::SMALLINT AS attnum,
+       CASE WHEN data_type LIKE '%[]' THEN 1 ELSE 0 END AS attndims, -1 AS attcacheoff,
+       memory.pg_compat.type_mod(data_type) AS atttypmod, false AS attbyval, 'x' AS attstorage,
+       'i' AS attalign, NOT is_nullable AS attnotnull, column_default IS NOT NULL AS atthasdef,
+       false AS atthasmissing, '' AS attidentity, '' AS attgenerated, false AS attisdropped,
+       true AS attislocal, 0 AS attinhcount, 0::BIGINT AS attcollation, '' AS attcompression,
+       NULL::VARCHAR[] AS attacl, NULL::VARCHAR[] AS attoptions, NULL::VARCHAR[] AS attfdwoptions,
+       NULL AS attmissingval
+FROM duckdb_columns() WHERE database_name = 'warehouse'
+
+-- view: pg_attrdef
+SELECT table_oid * 10000 + column_index AS oid, table_oid::BIGINT AS adrelid,
+       column_index::SMALLINT AS adnum, column_default AS adbin
+FROM duckdb_columns() WHERE database_name = 'warehouse' AND column_default IS NOT NULL
+
+-- view: pg_index
+SELECT table_oid * 1000 + constraint_index AS indexrelid, table_oid::BIGINT AS indrelid,
+       len(constraint_column_indexes)::SMALLINT AS indnatts,
+       len(constraint_column_indexes)::SMALLINT AS indnkeyatts,
+       true AS indisunique, constraint_type = 'PRIMARY KEY' AS indisprimary,
+       false AS indisexclusion, true AS indimmediate, false AS indisclustered, true AS indisvalid,
+       false AS indcheckxmin, true AS indisready, true AS indislive, false AS indisreplident,
+       false AS indnullsnotdistinct,
+       memory.pg_compat.attnums(constraint_column_indexes) AS indkey,
+       [] ::BIGINT[] AS indcollation, []::BIGINT[] AS indclass, []::SMALLINT[] AS indoption,
+       NULL AS indexprs, NULL AS indpred
+FROM duckdb_constraints() WHERE database_name = 'warehouse'
+    AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')
+
+-- view: pg_constraint
+SELECT table_oid * 1000 + constraint_index AS oid,
+       table_name || '_' || CASE constraint_type WHEN 'PRIMARY KEY' THEN 'pkey'
+           WHEN 'FOREIGN KEY' THEN array_to_string(constraint_column_names, '_') || '_fkey'
+           WHEN 'CHECK' THEN 'check' || constraint_index
+           ELSE array_to_string(constraint_column_names, '_') || '_key' END AS conname,
+       schema_oid::BIGINT AS connamespace,
+       CASE constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u'
+           WHEN 'FOREIGN KEY' THEN 'f' ELSE 'c' END AS contype,
+       false AS condeferrable, false AS condeferred, true AS convalidated,
+       table_oid::BIGINT AS conrelid, 0::BIGINT AS contypid,
+       CASE WHEN constraint_type IN ('PRIMARY KEY', 'UNIQUE')
+           THEN table_oid * 1000 + constraint_index ELSE 0 END AS conindid,
+       0::BIGINT AS conparentid,
+       coalesce((SELECT min(t.table_oid) FROM duckdb_tables() t
+                 WHERE t.database_name = 'warehouse' AND t.table_name = c.referenced_table), 0)
+           ::BIGINT AS confrelid,
+       'a' AS confupdtype, 'a' AS confdeltype, 's' AS confmatchtype, true AS conislocal,
+       0 AS coninhcount, true AS connoinherit,
+       memory.pg_compat.attnums(constraint_column_indexes) AS conkey,
+       NULL::SMALLINT[] AS confkey, NULL AS conpfeqop, NULL AS conppeqop, NULL AS conffeqop,
+       NULL AS conexclop, expression AS conbin
+FROM duckdb_constraints() c WHERE database_name = 'warehouse'
+    AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK')
+
+-- view: pg_type
+SELECT oid::BIGINT AS oid, typname, (SELECT oid FROM duckdb_schemas()
+        WHERE database_name = 'system' AND schema_name = 'pg_catalog')::BIGINT AS typnamespace,
+       10::BIGINT AS typowner, typlen::SMALLINT AS typlen, typlen > 0 AS typbyval,
+       CASE WHEN typname LIKE '\_%' ESCAPE '\' THEN 'b' WHEN oid = 2249 THEN 'p' ELSE 'b' END
+           AS typtype,
+       CASE WHEN typname LIKE '\_%' ESCAPE '\' THEN 'A' WHEN oid IN (20, 21, 23, 700, 701, 1700)
+           THEN 'N' WHEN oid IN (25, 1043, 19, 18, 1042) THEN 'S' WHEN oid = 16 THEN 'B'
+           WHEN oid IN (1082, 1083, 1114, 1184) THEN 'D' ELSE 'U' END AS typcategory,
+       false AS typispreferred, true AS typisdefined, ',' AS typdelim, 0::BIGINT AS typrelid,
+       typelem::BIGINT AS typelem, typarray::BIGINT AS typarray, typname || 'in' AS typinput,
+       typname || 'out' AS typoutput, typname || 'recv' AS typreceive,
+       typname || 'send' AS typsend, '-' AS typmodin, '-' AS typmodout, '-' AS typanalyze,
+       'i' AS typalign, 'p' AS typstorage, false AS typnotnull, 0::BIGINT AS typbasetype,
+       -1 AS typtypmod, 0 AS typndims, 0::BIGINT AS typcollation, NULL AS typdefaultbin,
+       NULL AS typdefault, NULL::VARCHAR[] AS typacl
+FROM (VALUES
+    (16, 'bool', 1, 0, 1000), (17, 'bytea', -1, 0, 1001), (18, 'char', 1, 0, 1002),
+    (19, 'name', 64, 0, 1003), (20, 'int8', 8, 0, 1016), (21, 'int2', 2, 0, 1005),
+    (23, 'int4', 4, 0, 1007), (25, 'text', -1, 0, 1009), (26, 'oid', 4, 0, 1028),
+    (114, 'json', -1, 0, 199), (700, 'float4', 4, 0, 1021), (701, 'float8', 8, 0, 1022),
+    (1042, 'bpchar', -1, 0, 1014), (1043, 'varchar', -1, 0, 1015), (1082, 'date', 4, 0, 1182),
+    (1083, 'time', 8, 0, 1183), (1114, 'timestamp', 8, 0, 1115),
+    (1184, 'timestamptz', 8, 0, 1185), (1186, 'interval', 16, 0, 1187),
+    (1700, 'numeric', -1, 0, 1231), (2950, 'uuid', 16, 0, 2951), (3802, 'jsonb', -1, 0, 3807),
+    (2205, 'regclass', 4, 0, 2210), (2206, 'regtype', 4, 0, 2211), (2249, 'record', -1, 0, 2287),
+    (1000, '_bool', -1, 16, 0), (1001, '_bytea', -1, 17, 0), (1005, '_int2', -1, 21, 0),
+    (1007, '_int4', -1, 23, 0), (1009, '_text', -1, 25, 0), (1015, '_varchar', -1, 1043, 0),
+    (1016, '_int8', -1, 20, 0), (1021, '_float4', -1, 700, 0), (1022, '_float8', -1, 701, 0),
+    (1028, '_oid', -1, 26, 0), (1115, '_timestamp', -1, 1114, 0), (1182, '_date', -1, 1082, 0),
+    (1185, '_timestamptz', -1, 1184, 0), (1187, '_interval', -1, 1186, 0),
+    (1231, '_numeric', -1, 1700, 0), (2951, '_uuid', -1, 2950, 0), (199, '_json', -1, 114, 0),
+    (3807, '_jsonb', -1, 3802, 0), (1003, '_name', -1, 19, 0), (1002, '_char', -1, 18, 0)
+) AS t(oid, typname, typlen, typelem, typarray)
+
+-- view: pg_database
+SELECT 16384::BIGINT AS oid, 'wanka' AS datname, 10::BIGINT AS datdba, 6 AS encoding,
+       'c' AS datlocprovider, false AS datistemplate, true AS datallowconn,
+       -1 AS datconnlimit, 0 AS datfrozenxid, 0 AS datminmxid, 1663::BIGINT AS dattablespace,
+       'C.UTF-8' AS datcollate, 'C.UTF-8' AS datctype, NULL AS daticulocale,
+       NULL AS datcollversion, NULL::VARCHAR[] AS datacl
+
+-- view: pg_roles
+SELECT 10::BIGINT AS oid, 'wanka' AS rolname, true AS rolsuper, false AS rolinherit,
+       false AS rolcreaterole, false AS rolcreatedb, true AS rolcanlogin,
+       false AS rolreplication, -1 AS rolconnlimit, '********' AS rolpassword,
+       NULL::TIMESTAMPTZ AS rolvaliduntil, false AS rolbypassrls, NULL::VARCHAR[] AS rolconfig
+
+-- view: pg_user
+SELECT 'wanka' AS usename, 10::BIGINT AS usesysid, false AS usecreatedb, true AS usesuper,
+       false AS userepl, false AS usebypassrls, '********' AS passwd,
+       NULL::TIMESTAMPTZ AS valuntil, NULL::VARCHAR[] AS useconfig
+
+-- view: pg_authid
+SELECT 10::BIGINT AS oid, 'wanka' AS rolname, true AS rolsuper, false AS rolinherit,
+       false AS rolcreaterole, false AS rolcreatedb, true AS rolcanlogin,
+       false AS rolreplication, false AS rolbypassrls, -1 AS rolconnlimit
+
+-- view: pg_auth_members
+SELECT 0::BIGINT AS roleid, 0::BIGINT AS member, 0::BIGINT AS grantor, false AS admin_option
+WHERE false
+
+-- view: pg_description
+SELECT table_oid::BIGINT AS objoid, 1259::BIGINT AS classoid, 0 AS objsubid,
+       comment AS description
+FROM duckdb_tables() WHERE database_name = 'warehouse' AND comment IS NOT NULL
+UNION ALL
+SELECT table_oid, 1259, column_index, comment FROM duckdb_columns()
+WHERE database_name = 'warehouse' AND comment IS NOT NULL
+
+-- view: pg_shdescription
+SELECT 0::BIGINT AS objoid, 0::BIGINT AS classoid, NULL::VARCHAR AS description WHERE false
+
+-- view: pg_stat_user_tables
+SELECT table_oid::BIGINT AS relid, memory.pg_compat.schema_name(schema_name) AS schemaname,
+       table_name AS relname, 0::BIGINT AS seq_scan, 0::BIGINT AS seq_tup_read,
+       0::BIGINT AS idx_scan, 0::BIGINT AS idx_tup_fetch, 0::BIGINT AS n_tup_ins,
+       0::BIGINT AS n_tup_upd, 0::BIGINT AS n_tup_del, 0::BIGINT AS n_tup_hot_upd,
+       estimated_size::BIGINT AS n_live_tup, 0::BIGINT AS n_dead_tup,
+       NULL::TIMESTAMPTZ AS last_vacuum, NULL::TIMESTAMPTZ AS last_autovacuum,
+       NULL::TIMESTAMPTZ AS last_analyze, NULL::TIMESTAMPTZ AS last_autoanalyze
+FROM duckdb_tables() WHERE database_name = 'warehouse'
+
+-- view: pg_stat_activity
+SELECT 16384::BIGINT AS datid, 'wanka' AS datname, 0 AS pid, 'active' AS state,
+       NULL::VARCHAR AS query, NULL::VARCHAR AS application_name, NULL::VARCHAR AS usename,
+       NULL::TIMESTAMPTZ AS backend_start, NULL::TIMESTAMPTZ AS query_start
+WHERE false
+
+-- view: pg_tables
+SELECT memory.pg_compat.schema_name(schema_name) AS schemaname, table_name AS tablename,
+       'wanka' AS tableowner, NULL::VARCHAR AS tablespace,
+       has_primary_key OR index_count > 0 AS hasindexes, false AS hasrules,
+       false AS hastriggers, false AS rowsecurity
+FROM duckdb_tables() WHERE database_name = 'warehouse'
+
+-- view: pg_views
+SELECT memory.pg_compat.schema_name(schema_name) AS schemaname, view_name AS viewname,
+       'wanka' AS viewowner, sql AS definition
+FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
+
+-- view: pg_matviews
+SELECT ''::VARCHAR AS schemaname, ''::VARCHAR AS matviewname, ''::VARCHAR AS matviewowner,
+       NULL::VARCHAR AS tablespace, false AS hasindexes, false AS ispopulated,
+       ''::VARCHAR AS definition WHERE false
+
+-- view: pg_indexes
+SELECT memory.pg_compat.schema_name(schema_name) AS schemaname, table_name AS tablename,
+       index_name AS indexname, NULL::VARCHAR AS tablespace, sql AS indexdef
+FROM duckdb_indexes() WHERE database_name = 'warehouse'
+
+-- view: pg_settings
+SELECT name, setting, NULL::VARCHAR AS unit, 'Client Connection Defaults' AS category,
+       '' AS short_desc, NULL::VARCHAR AS extra_desc, 'user' AS context, 'string' AS vartype,
+       'default' AS source, NULL::VARCHAR AS min_val, NULL::VARCHAR AS max_val,
+       NULL::VARCHAR[] AS enumvals, setting AS boot_val, setting AS reset_val,
+       NULL::VARCHAR AS sourcefile, NULL::INTEGER AS sourceline, false AS pending_restart
+FROM (VALUES {settings}) AS s(name, setting)
+
+-- view: pg_am
+SELECT oid::BIGINT AS oid, amname, amhandler, amtype
+FROM (VALUES (2, 'heap', 'heap_tableam_handler', 't'), (403, 'btree', 'bthandler', 'i'))
+    AS a(oid, amname, amhandler, amtype)
+
+-- view: pg_proc
+SELECT 0::BIGINT AS oid, ''::VARCHAR AS proname, 0::BIGINT AS pronamespace,
+       10::BIGINT AS proowner, 0::BIGINT AS prolang, 0::FLOAT AS procost, 0::FLOAT AS prorows,
+       0::BIGINT AS provariadic, ''::VARCHAR AS prosupport, 'f' AS prokind, false AS prosecdef,
+       false AS proleakproof, false AS proisstrict, false AS proretset, 'i' AS provolatile,
+       's' AS proparallel, 0::SMALLINT AS pronargs, 0::SMALLINT AS pronargdefaults,
+       0::BIGINT AS prorettype, []::BIGINT[] AS proargtypes, NULL::BIGINT[] AS proallargtypes,
+       NULL::VARCHAR[] AS proargmodes, NULL::VARCHAR[] AS proargnames,
+       NULL::VARCHAR AS proargdefaults, NULL AS protrftypes, ''::VARCHAR AS prosrc,
+       NULL::VARCHAR AS probin, NULL::VARCHAR AS prosqlbody, NULL::VARCHAR[] AS proconfig,
+       NULL::VARCHAR[] AS proacl, false AS proisagg
+WHERE false
+
+-- view: pg_language
+SELECT 13::BIGINT AS oid, 'internal' AS lanname, 10::BIGINT AS lanowner, false AS lanispl
+
+-- view: pg_inherits
+SELECT 0::BIGINT AS inhrelid, 0::BIGINT AS inhparent, 0 AS inhseqno,
+       false AS inhdetachpending WHERE false
+
+-- view: pg_partitioned_table
+SELECT 0::BIGINT AS partrelid, '' AS partstrat, 0::SMALLINT AS partnatts,
+       []::SMALLINT[] AS partattrs WHERE false
+
+-- view: pg_opclass
+SELECT 0::BIGINT AS oid, 0::BIGINT AS opcmethod, ''::VARCHAR AS opcname,
+       0::BIGINT AS opcnamespace, false AS opcdefault, 0::BIGINT AS opcintype WHERE false
+
+-- view: pg_extension
+SELECT 13000::BIGINT AS oid, 'plpgsql' AS extname, 10::BIGINT AS extowner,
+       0::BIGINT AS extnamespace, false AS extrelocatable, '1.0' AS extversion,
+       NULL::BIGINT[] AS extconfig, NULL::VARCHAR[] AS extcondition
+
+-- view: pg_policy
+SELECT 0::BIGINT AS oid, ''::VARCHAR AS polname, 0::BIGINT AS polrelid, '' AS polcmd,
+       true AS polpermissive, []::BIGINT[] AS polroles, NULL AS polqual,
+       NULL AS polwithcheck WHERE false
+
+-- view: pg_trigger
+SELECT 0::BIGINT AS oid, 0::BIGINT AS tgrelid, 0::BIGINT AS tgparentid, ''::VARCHAR AS tgname,
+       0::BIGINT AS tgfoid, 0 AS tgtype, 'O' AS tgenabled, false AS tgisinternal,
+       0::BIGINT AS tgconstrrelid, 0::BIGINT AS tgconstrindid, 0::BIGINT AS tgconstraint,
+       false AS tgdeferrable, false AS tginitdeferred, 0 AS tgnargs WHERE false
+
+-- view: pg_rewrite
+SELECT 0::BIGINT AS oid, ''::VARCHAR AS rulename, 0::BIGINT AS ev_class, '' AS ev_type
+WHERE false
+
+-- view: pg_statistic_ext
+SELECT 0::BIGINT AS oid, 0::BIGINT AS stxrelid, ''::VARCHAR AS stxname,
+       0::BIGINT AS stxnamespace, []::SMALLINT[] AS stxkeys, []::VARCHAR[] AS stxkind,
+       -1 AS stxstattarget, 10::BIGINT AS stxowner
+WHERE false
+
+-- view: pg_publication
+SELECT 0::BIGINT AS oid, ''::VARCHAR AS pubname, false AS puballtables WHERE false
+
+-- view: pg_publication_namespace
+SELECT 0::BIGINT AS oid, 0::BIGINT AS pnpubid, 0::BIGINT AS pnnspid WHERE false
+
+-- view: pg_publication_rel
+SELECT 0::BIGINT AS oid, 0::BIGINT AS prpubid, 0::BIGINT AS prrelid, NULL AS prqual,
+       NULL::SMALLINT[] AS prattrs WHERE false
+
+-- view: pg_foreign_table
+SELECT 0::BIGINT AS ftrelid, 0::BIGINT AS ftserver, NULL::VARCHAR[] AS ftoptions WHERE false
+
+-- view: pg_foreign_server
+SELECT 0::BIGINT AS oid, ''::VARCHAR AS srvname WHERE false
+
+-- view: pg_event_trigger
+SELECT 0::BIGINT AS oid, ''::VARCHAR AS evtname WHERE false
+
+-- view: pg_collation
+SELECT 100::BIGINT AS oid, 'default' AS collname, 0::BIGINT AS collnamespace
+
+-- view: pg_tablespace
+SELECT 1663::BIGINT AS oid, 'pg_default' AS spcname, 10::BIGINT AS spcowner,
+       NULL::VARCHAR[] AS spcacl, NULL::VARCHAR[] AS spcoptions
+
+-- view: pg_enum
+SELECT 0::BIGINT AS oid, 0::BIGINT AS enumtypid, 0::FLOAT AS enumsortorder,
+       ''::VARCHAR AS enumlabel WHERE false
+
+-- view: pg_depend
+SELECT 0::BIGINT AS classid, 0::BIGINT AS objid, 0 AS objsubid, 0::BIGINT AS refclassid,
+       0::BIGINT AS refobjid, 0 AS refobjsubid, '' AS deptype WHERE false
+
+-- view: pg_sequence
+SELECT sequence_oid::BIGINT AS seqrelid, 20::BIGINT AS seqtypid, start_value AS seqstart,
+       increment_by AS seqincrement, max_value AS seqmax, min_value AS seqmin, 1 AS seqcache,
+       cycle AS seqcycle
+FROM duckdb_sequences() WHERE database_name = 'warehouse'
+
+-- view: pg_range
+SELECT 0::BIGINT AS rngtypid, 0::BIGINT AS rngsubtype WHERE false
+
+-- view: pg_cast
+SELECT 0::BIGINT AS oid, 0::BIGINT AS castsource, 0::BIGINT AS casttarget,
+       0::BIGINT AS castfunc, 'e' AS castcontext, 'f' AS castmethod WHERE false
+
+-- view: pg_operator
+SELECT 0::BIGINT AS oid, ''::VARCHAR AS oprname, 0::BIGINT AS oprnamespace WHERE false
+
+-- view: pg_aggregate
+SELECT 0::BIGINT AS aggfnoid, 'n' AS aggkind WHERE false
+
+-- view: pg_timezone_names
+SELECT 'UTC' AS name, 'UTC' AS abbrev, INTERVAL 0 SECOND AS utc_offset, false AS is_dst
+
+-- view: information_schema.schemata
+SELECT 'wanka' AS catalog_name, memory.pg_compat.schema_name(schema_name) AS schema_name,
+       'wanka' AS schema_owner, NULL::VARCHAR AS default_character_set_catalog,
+       NULL::VARCHAR AS default_character_set_schema,
+       NULL::VARCHAR AS default_character_set_name, NULL::VARCHAR AS sql_path
+FROM duckdb_schemas() WHERE database_name = 'warehouse'
+UNION ALL SELECT 'wanka', 'pg_catalog', 'wanka', NULL, NULL, NULL, NULL
+UNION ALL SELECT 'wanka', 'information_schema', 'wanka', NULL, NULL, NULL, NULL
+
+-- view: information_schema.tables
+SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS table_schema,
+       table_name, 'BASE TABLE' AS table_type, NULL::VARCHAR AS self_referencing_column_name,
+       NULL::VARCHAR AS reference_generation, NULL::VARCHAR AS user_defined_type_catalog,
+       NULL::VARCHAR AS user_defined_type_schema, NULL::VARCHAR AS user_defined_type_name,
+       'YES' AS is_insertable_into, 'NO' AS is_typed, NULL::VARCHAR AS commit_action
+FROM duckdb_tables() WHERE database_name = 'warehouse'
+UNION ALL
+SELECT 'wanka', memory.pg_compat.schema_name(schema_name), view_name, 'VIEW', NULL, NULL, NULL,
+       NULL, NULL, 'NO', 'NO', NULL
+FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
+
+-- view: information_schema.views
+SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS table_schema,
+       view_name AS table_name, sql AS view_definition, 'NONE' AS check_option,
+       'NO' AS is_updatable, 'NO' AS is_insertable_into, 'NO' AS is_trigger_updatable,
+       'NO' AS is_trigger_deletable, 'NO' AS is_trigger_insertable_into
+FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
+
+-- view: information_schema.columns
+SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS table_schema,
+       table_name, column_name, column_index AS ordinal_position, column_default,
+       CASE WHEN is_nullable THEN 'YES' ELSE 'NO' END AS is_nullable,
+       CASE WHEN data_type LIKE '%[]' THEN 'ARRAY'
+            WHEN data_type LIKE 'STRUCT%' OR data_type LIKE 'MAP%' THEN 'json'
+            ELSE memory.pg_compat.format_type(memory.pg_compat.type_oid(data_type), -1) END
+           AS data_type,
+       character_maximum_length, NULL::INTEGER AS character_octet_length,
+       numeric_precision, numeric_precision_radix, numeric_scale,
+       NULL::INTEGER AS datetime_precision, NULL::VARCHAR AS interval_type,
+       NULL::INTEGER AS interval_precision, NULL::VARCHAR AS character_set_catalog,
+       NULL::VARCHAR AS character_set_schema, NULL::VARCHAR AS character_set_name,
+       NULL::VARCHAR AS collation_catalog, NULL::VARCHAR AS collation_schema,
+       NULL::VARCHAR AS collation_name, NULL::VARCHAR AS domain_catalog,
+       NULL::VARCHAR AS domain_schema, NULL::VARCHAR AS domain_name,
+       'wanka' AS udt_catalog, 'pg_catalog' AS udt_schema,
+       memory.pg_compat.type_name(memory.pg_compat.type_oid(data_type)) AS udt_name,
+       NULL::VARCHAR AS scope_catalog, NULL::VARCHAR AS scope_schema,
+       NULL::VARCHAR AS scope_name, NULL::INTEGER AS maximum_cardinality,
+       column_index::VARCHAR AS dtd_identifier, 'NO' AS is_self_referencing,
+       'NO' AS is_identity, NULL::VARCHAR AS identity_generation,
+       'NEVER' AS is_generated, NULL::VARCHAR AS generation_expression, 'YES' AS is_updatable
+FROM duckdb_columns() WHERE database_name = 'warehouse'
+
+-- view: information_schema.table_constraints
+SELECT 'wanka' AS constraint_catalog,
+       memory.pg_compat.schema_name(schema_name) AS constraint_schema,
+       table_name || '_' || CASE constraint_type WHEN 'PRIMARY KEY' THEN 'pkey'
+           ELSE array_to_string(constraint_column_names, '_') || '_key' END AS constraint_name,
+       'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS table_schema,
+       table_name, constraint_type, 'NO' AS is_deferrable, 'NO' AS initially_deferred,
+       'YES' AS enforced, NULL::VARCHAR AS nulls_distinct
+FROM duckdb_constraints() WHERE database_name = 'warehouse'
+    AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK')
+
+-- view: information_schema.key_column_usage
+SELECT 'wanka' AS constraint_catalog,
+       memory.pg_compat.schema_name(schema_name) AS constraint_schema,
+       table_name || '_' || CASE constraint_type WHEN 'PRIMARY KEY' THEN 'pkey'
+           ELSE array_to_string(constraint_column_names, '_') || '_key' END AS constraint_name,
+       'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS table_schema,
+       table_name, unnest(constraint_column_names) AS column_name,
+       unnest(generate_series(1, len(constraint_column_names))) AS ordinal_position,
+       NULL::INTEGER AS position_in_unique_constraint
+FROM duckdb_constraints() WHERE database_name = 'warehouse'
+    AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
+
+-- view: information_schema.routines
+SELECT ''::VARCHAR AS specific_catalog, ''::VARCHAR AS specific_schema,
+       ''::VARCHAR AS specific_name, ''::VARCHAR AS routine_catalog,
+       ''::VARCHAR AS routine_schema, ''::VARCHAR AS routine_name,
+       ''::VARCHAR AS routine_type, ''::VARCHAR AS data_type WHERE false
