@@ -18,6 +18,7 @@ that saw a newer batch id is not seen incrementally; ingest and refresh run one 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import duckdb
@@ -33,6 +34,7 @@ from warehouse.dynamic.regroup import (
     count_rows,
     delete_keys_sql,
     full_is_cheaper,
+    joined_side_is_costly,
     recompute_groups,
     trim_changes,
 )
@@ -52,8 +54,9 @@ def visible_table(name: str) -> str:
 
 def _probe(
     cur: duckdb.DuckDBPyConnection, dt: DynamicTable
-) -> tuple[datetime, int, str | None, str | None]:
-    """In one statement: the transaction's now(), the high watermark, a change seen, a reload.
+) -> tuple[datetime, int, str | None, str | None, set[str]]:
+    """In one statement: the transaction's now(), the high watermark, a change seen, a reload,
+    and the sources with new, updated or deleted rows.
 
     The high watermark is the batch id this refresh brings the table up to. Batch ids grow in
     insertion order, so `batch_id > watermark` lets DuckDB's zone maps skip every row group
@@ -76,14 +79,16 @@ def _probe(
     ).fetchall()[0]
     data_ts, found, highs = row[0], row[1] or [], row[2:]
     high = max([dt.watermark, *(int(v) for v in highs if v is not None)])
+    touched = {s for s, v in zip(tracked, highs, strict=True) if v is not None}
     change = reload = None
     for item in found:
         table, kind, count, seq = item.values() if isinstance(item, dict) else item
+        touched.add(table)
         high = max(high, int(seq))
         change = change or f"{kind} of {count} rows on {table} since the last refresh"
         if kind == "reload":
             reload = f"reference table {table} was reloaded (a new wanka release): recomputed"
-    return data_ts, high, change, reload
+    return data_ts, high, change, reload, touched
 
 
 def _full(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, high: int) -> tuple[int, int]:
@@ -124,7 +129,7 @@ def _apply(
     cur: duckdb.DuckDBPyConnection, name: str, full: bool, started: datetime
 ) -> RefreshResult:
     dt = catalog.load(cur, name)
-    data_ts, high, change, reload = _probe(cur, dt)
+    data_ts, high, change, reload, touched = _probe(cur, dt)
     reason: str | None
     inserted = deleted = 0
     if full:
@@ -141,10 +146,21 @@ def _apply(
                 "recomputed the whole table"
             ),
         )
+    elif joined := joined_side_is_costly(cur, dt, touched):
+        mode, reason = "full", joined
     elif change or (dt.plan.kind == "groups" and high != dt.watermark):
+        if dt.plan.fact_only and touched <= {dt.sources[0]}:
+            only = dt.plan.fact_only
+            fact_only = replace(
+                dt.plan,
+                affected_sql=only["affected_sql"],
+                groups_sql=only["groups_sql"],
+                bounds_sql=only["bounds_sql"],
+            )
+            dt = replace(dt, plan=fact_only)
         target = visible_table(dt.name)
         affected = affected_groups(cur, dt, high)
-        cheaper = full_is_cheaper(cur, target, affected[0])
+        cheaper = full_is_cheaper(cur, dt, target, affected[0])
         if cheaper is not None:
             mode, reason = "full", cheaper
         else:

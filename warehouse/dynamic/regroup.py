@@ -68,17 +68,24 @@ def can_recompute(dt: DynamicTable) -> bool:
 #: refresh — its keys are found from the change window, its old rows deleted one group at a
 #: time through a join, its source rows read again through a semi-join — so once about half the
 #: groups are affected the full refresh, one DELETE and one plain GROUP BY, is the cheaper one.
-#: Half is conservative: in bench/bench_dynamic.py's count(DISTINCT) rollup a 0.1 % append
-#: touches ~555 of 3,722 groups (15 %) and recomputing them already takes ~1.6x a full refresh,
-#: but one workload is too little to set a lower break-even on.
-FULL_SHARE = 0.5
+#: Measured in bench/bench_dynamic.py's count(DISTINCT) rollup: a 0.1 % append touches ~555 of
+#: 3,722 groups (15 %) and recomputing them took 65 ms against 40 ms for a full refresh (1.6x),
+#: so the break-even lies below 15 %; a tenth keeps a margin for cheaper per-group queries.
+FULL_SHARE = 0.1
 
-#: ... but only on a table of at least this many groups (visible rows). Below it either refresh
-#: takes a few milliseconds, dominated by per-statement overhead rather than by the groups, so
-#: the rule would save nothing measurable; staying on the affected-groups path there keeps
-#: small tables' refreshes incremental as before (and that path exercised by the
-#: incremental == full invariant tests, which assert these plans never fall back to full).
+#: ... but only on a table of at least this many groups (visible rows), or over a source of at
+#: least FULL_MIN_ROWS rows. Below both either refresh takes a few milliseconds, dominated by
+#: per-statement overhead rather than by the groups, so the rule would save nothing
+#: measurable; staying on the affected-groups path there keeps small tables' refreshes
+#: incremental as before (and that path exercised by the incremental == full invariant tests,
+#: which assert these plans never fall back to full).
 FULL_MIN_GROUPS = 1000
+
+#: Source rows from which the share rule applies whatever the number of groups (a daily
+#: rollup per cluster has few groups over many rows: recomputing 3 of its 16 groups reads a
+#: fifth of the rows again through a semi-join), and from which a change on a joined table
+#: refreshes a join fully (joined_side_is_costly).
+FULL_MIN_ROWS = 100_000
 
 
 def affected_groups(
@@ -93,7 +100,9 @@ def affected_groups(
     return int(found.pop("groups")), found
 
 
-def full_is_cheaper(cur: duckdb.DuckDBPyConnection, target: str, groups: int) -> str | None:
+def full_is_cheaper(
+    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, target: str, groups: int
+) -> str | None:
     """The reason to refresh fully instead of recomputing `groups` groups, or None.
 
     The table's current groups are its visible rows (one per group; with a HAVING, fewer,
@@ -102,9 +111,43 @@ def full_is_cheaper(cur: duckdb.DuckDBPyConnection, target: str, groups: int) ->
     if groups == 0:
         return None
     current = count_rows(cur, f"SELECT count(*) FROM {target}", {})
-    if current < FULL_MIN_GROUPS or groups < FULL_SHARE * current:
+    if groups < FULL_SHARE * current:
+        return None
+    if current < FULL_MIN_GROUPS and _source_rows(cur, dt) < FULL_MIN_ROWS:
         return None
     return f"{groups} of {current} groups affected: a full refresh is cheaper than recomputing them"
+
+
+def _source_rows(cur: duckdb.DuckDBPyConnection, dt: DynamicTable) -> int:
+    """Rows of the first table the query reads (the facts of a join)."""
+    fact = exp.Table(this=exp.to_identifier(dt.plan.sources[0], quoted=True), db="main")
+    return count_rows(cur, f"SELECT count(*) FROM {fact.sql('duckdb')}")
+
+
+def joined_side_is_costly(
+    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, touched: set[str]
+) -> str | None:
+    """The reason to refresh a join fully after a change on a joined (dimension) table, or None.
+
+    Finding the groups a dimension row's change touches reads every row of the fact table it
+    joins (fact⁺ ⋈ δdimension), and recomputing them reads those rows again: more than the one
+    pass of a full refresh. bench/bench_dynamic.py: one node moved on ~10M telemetry rows took
+    175 ms through the groups against 60 ms fully. On a small fact table both are a few
+    milliseconds and the affected-groups path stays (and stays tested).
+    """
+    plan = dt.plan
+    if plan.kind != "groups" or len(plan.sources) < 2:
+        return None
+    fact, joined = plan.sources[0], sorted(touched & set(plan.sources[1:]))
+    if not joined:
+        return None
+    rows = _source_rows(cur, dt)
+    if rows < FULL_MIN_ROWS:
+        return None
+    return (
+        f"{joined[0]} changed: the groups it touches are found only by reading all {rows:,} "
+        f"rows of {fact}, so a full refresh is the cheaper"
+    )
 
 
 def recompute_groups(

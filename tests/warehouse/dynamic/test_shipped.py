@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from warehouse.demo import build_demo
+from warehouse.dynamic import regroup
 from warehouse.dynamic.history import RefreshResult
 from warehouse.dynamic.schedule import run_due
 from warehouse.dynamic.shipped import install_shipped, shipped_folder
@@ -96,27 +97,39 @@ def test_shipped_tables_follow_new_data_through_the_scheduler(demo: Path) -> Non
         assert all(isinstance(d, RefreshResult) for d in done)
         modes = {d.name: d.refresh_mode for d in done if isinstance(d, RefreshResult)}
         assert modes["gpu_hourly_host"] == "incremental"
-        assert modes["energy_cluster_daily"] == "incremental"
+        # every day and cluster got new rows: all groups are affected, so a full refresh is
+        # cheaper (regroup.full_is_cheaper) over the demo's 184,320 telemetry rows
+        assert modes["energy_cluster_daily"] == "full"
         for name in SHIPPED:
             same_rows(cur, name)
         cur.close()
 
 
-def test_a_host_moved_to_another_cluster_moves_its_energy(demo: Path) -> None:
-    """A dimension-side update: the old and the new cluster's days are recomputed."""
+def test_a_host_moved_to_another_cluster_moves_its_energy(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dimension-side update: the old and the new cluster's days are recomputed, or, on a
+    fact table past regroup.FULL_MIN_ROWS, the table is refreshed fully and says why."""
     with Engine(str(demo)) as eng:
         cur = eng.cursor()
-        cur.execute("UPDATE nodes SET cluster = 'moved' WHERE host = (SELECT min(host) FROM nodes)")
-        done = execute(cur, "REFRESH DYNAMIC TABLE energy_cluster_daily").read_all().to_pylist()
-        assert done[0]["refresh_mode"] == "incremental", done
+        first = "(SELECT min(host) FROM nodes)"
+        cur.execute(f"UPDATE nodes SET cluster = 'moved' WHERE host = {first}")
+        with monkeypatch.context() as patched:
+            patched.setattr(regroup, "FULL_MIN_ROWS", 10**12)
+            done = execute(cur, "REFRESH DYNAMIC TABLE energy_cluster_daily").read_all()
+        assert done.to_pylist()[0]["refresh_mode"] == "incremental", done
         reason = cur.execute(
             "SELECT refresh_mode_reason FROM wanka.refresh_history "
             "WHERE name = 'energy_cluster_daily' ORDER BY started_at DESC LIMIT 1"
         ).fetchall()[0][0]
         assert reason.startswith("update of 1 rows on nodes"), reason
-        moved = cur.execute(
-            "SELECT count(*) FROM energy_cluster_daily WHERE cluster = 'moved'"
-        ).fetchall()
-        assert moved[0][0] > 0
+        moved = "SELECT count(*) FROM energy_cluster_daily WHERE cluster = 'moved'"
+        assert cur.execute(moved).fetchall()[0][0] > 0
+        same_rows(cur, "energy_cluster_daily")
+        cur.execute(f"UPDATE nodes SET cluster = 'moved again' WHERE host = {first}")
+        done = execute(cur, "REFRESH DYNAMIC TABLE energy_cluster_daily").read_all()
+        row = done.to_pylist()[0]
+        assert row["refresh_mode"] == "full", row
+        assert row["reason"].startswith("nodes changed: the groups it touches are found only")
         same_rows(cur, "energy_cluster_daily")
         cur.close()

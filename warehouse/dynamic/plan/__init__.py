@@ -56,6 +56,9 @@ class Plan:
     affected_sql: str | None = None  # aggregate, groups: the keys (k0, ...) of the changed rows
     groups_sql: str | None = None  # groups: the query, aggregate: the state, of those keys only
     bounds_sql: str | None = None  # aggregate, groups: count and time bounds of those keys
+    #: groups over a join: affected_sql, groups_sql and bounds_sql for a refresh in which only
+    #: the first table (the facts) changed, without the branches of the others
+    fact_only: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -101,6 +104,16 @@ def plan_query(
         return Plan("full", keys, sources, query)
     not_null = _not_null(con, select) if joined else _not_null(con, sources[0])
     if kind == "groups":
+        fact = sources[0] if joined else None
+        fact_only = (
+            {
+                "affected_sql": affected_keys(select, dynamic, fact).sql("duckdb"),
+                "groups_sql": restrict_to_groups(select, not_null, dynamic, fact).sql("duckdb"),
+                "bounds_sql": bounds_query(select, not_null, dynamic, fact).sql("duckdb"),
+            }
+            if fact
+            else {}
+        )
         return Plan(
             kind,
             None,
@@ -110,6 +123,7 @@ def plan_query(
             affected_sql=affected_keys(select, dynamic).sql("duckdb"),
             groups_sql=restrict_to_groups(select, not_null, dynamic).sql("duckdb"),
             bounds_sql=bounds_query(select, not_null, dynamic).sql("duckdb"),
+            fact_only=fact_only,
         )
     if kind == "aggregate":
         table = state_table(name)

@@ -28,11 +28,14 @@ def _keys(select: exp.Select) -> list[exp.Expression]:
     return list(select.args["group"].expressions)
 
 
-def affected_keys(select: exp.Select, dynamic: frozenset[str] = frozenset()) -> exp.Query:
+def affected_keys(
+    select: exp.Select, dynamic: frozenset[str] = frozenset(), only: str | None = None
+) -> exp.Query:
     """One row per affected group: the key expressions as k0, k1, ... (DISTINCT).
 
     A query that joins tables or reads a dynamic table (in `dynamic`) takes the join rule of
-    warehouse.dynamic.plan.joins; a single base table the simpler union below.
+    warehouse.dynamic.plan.joins (`only`: the branches of that table alone); a single base
+    table the simpler union below.
     """
     tables = tables_of(select)
     assert tables, "the planner sends only queries over tables here"
@@ -44,7 +47,7 @@ def affected_keys(select: exp.Select, dynamic: frozenset[str] = frozenset()) -> 
     if select.args.get("where") is not None:
         base.set("where", select.args["where"].copy())
     if len(tables) > 1 or table.name.lower() in dynamic:
-        return affected_join_keys(base, dynamic)
+        return affected_join_keys(base, dynamic, only)
     inserted = restrict_to_delta(base)
     changed = base.copy()
     log = changes_table(table.name)
@@ -90,6 +93,7 @@ def bounds_query(
     select: exp.Select,
     not_null: frozenset[str] = frozenset(),
     dynamic: frozenset[str] = frozenset(),
+    only: str | None = None,
 ) -> exp.Select:
     """How many groups are affected and, per time-bucket key i, `k<i>_lo` / `k<i>_hi`.
 
@@ -103,13 +107,14 @@ def bounds_query(
         columns.append(exp.alias_(exp.Min(this=key), f"k{i}_lo"))
         high = exp.Add(this=exp.Max(this=key.copy()), expression=width.copy())
         columns.append(exp.alias_(high, f"k{i}_hi"))
-    return exp.select(*columns).from_(affected_keys(select, dynamic).subquery(AFFECTED))
+    return exp.select(*columns).from_(affected_keys(select, dynamic, only).subquery(AFFECTED))
 
 
 def restrict_to_groups(
     select: exp.Select,
     not_null: frozenset[str] = frozenset(),
     dynamic: frozenset[str] = frozenset(),
+    only: str | None = None,
 ) -> exp.Select:
     """A copy of `select` reading only the rows of the affected groups.
 
@@ -126,7 +131,7 @@ def restrict_to_groups(
         ]
     )
     semi = exp.select("1").from_(AFFECTED).where(match)
-    restricted = select.copy().with_(AFFECTED, as_=affected_keys(select, dynamic))
+    restricted = select.copy().with_(AFFECTED, as_=affected_keys(select, dynamic, only))
     restricted = restricted.where(exp.Exists(this=semi))
     for i, column, _width in _bucketed(select, not_null):
         low = exp.GTE(this=column.copy(), expression=exp.Placeholder(this=f"k{i}_lo"))
