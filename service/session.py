@@ -163,6 +163,8 @@ class Session:
             return self._why_interrupted or QueryCancelled("the query was interrupted")
         if isinstance(error, duckdb.OutOfMemoryException) or "Out of Memory" in text:
             return OutOfMemory(f"the query needs more memory than the server allows: {text}")
+        if type(error) is WankaError and not text.startswith(("INTERNAL", "FATAL", "IO Error")):
+            return UserError(text)  # DuckDB refused this SQL (a type, a constraint, ...)
         if isinstance(error, WankaError):
             return error
         if isinstance(error, (duckdb.Error, OSError, pa.ArrowException)):

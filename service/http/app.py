@@ -52,7 +52,9 @@ def create_app(server: Server, *, open_locally: bool = False, pgwire: bool = Fal
         app.include_router(router)
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
-    app.add_exception_handler(Exception, _error)
+    for cls in (WankaError, LookupError):
+        app.add_exception_handler(cls, _error)
+    app.add_exception_handler(Exception, _error)  # a bug: 500, and re-raised for test clients
     return app
 
 

@@ -14,11 +14,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from service.render import csv_header, flat_for_csv, json_rows, json_value
+from service.render import csv_header, flat_for_csv, json_value
 from service.session import Result
 from warehouse.errors import WankaError
 
@@ -51,13 +52,21 @@ class _Sink(io.RawIOBase):
         return data
 
 
-def _json_column(column: pa.Array) -> list[Any]:
-    """A column as JSON-ready values; plain types skip the per-value conversion."""
+def json_column(column: pa.Array) -> list[Any]:
+    """A column as JSON-ready values, converted by Arrow kernels where the type allows."""
     kind = column.type
     if pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_boolean(kind):
         return column.to_pylist()
     if pa.types.is_floating(kind):
-        return [v if v is None or math.isfinite(v) else None for v in column.to_pylist()]
+        values = column.to_pylist()
+        if pc.all(pc.is_finite(column)).as_py() in (True, None):
+            return values
+        return [v if v is None or math.isfinite(v) else None for v in values]
+    if pa.types.is_timestamp(kind):
+        spec = "%Y-%m-%dT%H:%M:%S%z" if kind.tz else "%Y-%m-%dT%H:%M:%S"
+        return pc.strftime(column, format=spec).to_pylist()
+    if pa.types.is_date(kind):
+        return pc.strftime(column, format="%Y-%m-%d").to_pylist()
     return [json_value(v) for v in column.to_pylist()]
 
 
@@ -71,9 +80,9 @@ def json_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[bytes]
         for batch in _batches(result, first):
             if not batch.num_rows:
                 continue
-            values = [_json_column(col) for col in batch.columns]
-            rows = [json.dumps(list(row), ensure_ascii=False) for row in zip(*values, strict=True)]
-            yield ((", " if count else "") + ", ".join(rows)).encode()
+            values = [json_column(col) for col in batch.columns]
+            rows = json.dumps(list(zip(*values, strict=True)), ensure_ascii=False)[1:-1]
+            yield ((", " if count else "") + rows).encode()
             count += batch.num_rows
     except WankaError as failure:
         error = str(failure)
@@ -93,7 +102,12 @@ def ndjson_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[byte
     """One JSON object per row; a failure mid-stream ends with an `{"error": ...}` line."""
     try:
         for batch in _batches(result, first):
-            lines = [json.dumps(row, ensure_ascii=False) for row in json_rows(batch)]
+            names = batch.schema.names
+            values = [json_column(col) for col in batch.columns]
+            lines = [
+                json.dumps(dict(zip(names, row, strict=True)), ensure_ascii=False)
+                for row in zip(*values, strict=True)
+            ]
             if lines:
                 yield ("\n".join(lines) + "\n").encode()
     except WankaError as failure:

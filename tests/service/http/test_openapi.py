@@ -1,0 +1,70 @@
+"""The OpenAPI document loads and validates, and schemathesis finds no 5xx in any operation."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+
+from service.session import Limits, Server
+from warehouse.security.users import add_user
+
+pytestmark = pytest.mark.slow
+ADMIN = {"Authorization": "Basic " + base64.b64encode(b"root:pw").decode()}
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    from service.http import create_app
+
+    path = Path(tmp_path_factory.mktemp("fuzz")) / "w.duckdb"
+    with Server(str(path), limits=Limits(timeout_s=5, max_upload_bytes=1 << 20)) as server:
+        cur = server.engine.cursor()
+        add_user(cur, "root", "admin", "pw")
+        cur.close()
+        yield create_app(server)
+
+
+@pytest.fixture(scope="module")
+def api_schema(app: object) -> schemathesis.BaseSchema:
+    return schemathesis.openapi.from_asgi("/openapi.json", app)
+
+
+def test_document_is_openapi_3_with_every_route(api_schema: schemathesis.BaseSchema) -> None:
+    raw = api_schema.raw_schema
+    assert raw["openapi"].startswith("3.")
+    assert {
+        "/v1/query",
+        "/v1/tables",
+        "/v1/tables/{name}",
+        "/v1/dynamic-tables",
+        "/v1/dynamic-tables/{name}/refresh",
+        "/v1/ingest/{fmt}",
+        "/healthz",
+        "/metrics",
+    } <= set(raw["paths"])
+    for operation in api_schema.get_all_operations():
+        operation.ok()  # raises when an operation's definition is invalid
+
+
+def test_no_server_errors(api_schema: schemathesis.BaseSchema) -> None:
+    """Every operation, fuzzed from its schema as an admin (the widest role), answers < 500."""
+    failures: list[str] = []
+    for found in api_schema.get_all_operations():
+        operation = found.ok()
+
+        @given(case=operation.as_strategy())
+        @settings(
+            max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None
+        )
+        def no_5xx(case: schemathesis.Case) -> None:
+            response = case.call(headers=ADMIN)
+            if response.status_code >= 500:
+                failures.append(f"{case.method} {case.formatted_path}: {response.text[:200]}")
+
+        no_5xx()
+    assert not failures, "\n".join(failures[:10])
