@@ -11,6 +11,7 @@ import sys
 import click
 import duckdb
 
+from service.commands.analyze import analyze
 from service.commands.cluster import demo, simulate
 from service.commands.common import Globals
 from service.commands.ingest import ingest
@@ -37,7 +38,7 @@ def app(ctx: click.Context, db: str | None) -> None:
     ctx.obj = Globals(db=db)
 
 
-for command in (sql, ingest, refresh, simulate, demo, serve, user, token):
+for command in (sql, ingest, refresh, simulate, demo, serve, user, token, analyze):
     app.add_command(command)
 
 

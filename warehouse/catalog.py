@@ -8,6 +8,7 @@ whose header names columns of the table's DDL.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -59,7 +60,10 @@ class ReferenceTable:
 
 
 def migrations(folder: Path | None = None) -> tuple[Migration, ...]:
-    """All schema migrations in version order; numbering must be 1, 2, 3, ... without gaps.
+    """All schema migrations in version order; numbers grow, gaps are allowed.
+
+    A gap is a step another branch has claimed and not yet merged: when it arrives, databases
+    that already have the later steps gain it on open (see `engine.migrate`).
 
     >>> [m.version for m in migrations()][:3]
     [1, 2, 3]
@@ -71,9 +75,9 @@ def migrations(folder: Path | None = None) -> tuple[Migration, ...]:
         if not match:
             raise ValueError(f"{path}: schema files are named NNNN_name.sql")
         found.append(Migration(int(match[1]), match[2], path))
-    for expected, migration in enumerate(found, start=1):
-        if migration.version != expected:
-            raise ValueError(f"{migration.path}: expected schema version {expected} here")
+    for before, migration in itertools.pairwise(found):
+        if migration.version == before.version:
+            raise ValueError(f"{migration.path}: schema version {before.version} given twice")
     return tuple(found)
 
 

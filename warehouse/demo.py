@@ -26,6 +26,8 @@ DEMO_TABLES = (
     "gpu_metrics",
     "pods",
     "nccl_results",
+    "gpu_duty_cycle",
+    "model_load_latency",
 )
 
 #: The demo always starts here, so the same demo run twice is recognised as built.
@@ -89,6 +91,9 @@ REAL_STEPS = (
         ("alibaba/openb_pod_list_default.csv",),
         ReadOptions(cluster="alibaba-openb", trace_start=datetime(2023, 1, 1, tzinfo=UTC)),
     ),
+    Step("philly", ("philly/philly_jobs_adaptdl.csv",), ReadOptions(cluster="philly")),
+    Step("alibaba-duty-cycle", ("alibaba/pod_gpu_duty_cycle_anon.csv",)),
+    Step("alibaba-model-load", ("alibaba/basemodel_update_latency_anon.csv",)),
 )
 
 

@@ -8,6 +8,7 @@ from typing import IO
 
 import click
 import duckdb
+import pyarrow as pa
 
 from service import render, terminal
 from service.commands.common import open_engine
@@ -43,27 +44,38 @@ from warehouse.query import execute, sql_error
 def sql(ctx: click.Context, query: str, fmt: str, output: Path | None, max_rows: int) -> None:
     """Run SQL against the warehouse and print the result. QUERY '-' reads it from stdin."""
     text = sys.stdin.read() if query == "-" else query
-    if fmt in render.BINARY_FORMATS and output is None and sys.stdout.isatty():
-        raise UserError(f"--format {fmt} is binary: pass --output FILE or pipe it")
+    check_binary_target(fmt, output)
     with open_engine(ctx) as engine:
         cur = engine.cursor()
-        reader = execute(cur, text)
         try:
-            if fmt == "table" and output is None:
-                terminal.print_table(reader, max_rows=max_rows)
-                return
-            writer = render.WRITERS["csv" if fmt == "table" else fmt]
-            if output is None:
-                writer(reader, sys.stdout.buffer)
-                sys.stdout.buffer.flush()
-            else:
-                with _create(output) as handle:
-                    writer(reader, handle)
-        except duckdb.Error as error:  # raised while streaming rows
-            raise sql_error(error) from None
+            emit(execute(cur, text), fmt, output, max_rows)
         finally:
-            reader.close()
             cur.close()
+
+
+def check_binary_target(fmt: str, output: Path | None) -> None:
+    """Refuse to write a binary format to a terminal."""
+    if fmt in render.BINARY_FORMATS and output is None and sys.stdout.isatty():
+        raise UserError(f"--format {fmt} is binary: pass --output FILE or pipe it")
+
+
+def emit(reader: pa.RecordBatchReader, fmt: str, output: Path | None, max_rows: int) -> None:
+    """Render a result as `wanka sql` does (a table for people, else a renderer), then close it."""
+    try:
+        if fmt == "table" and output is None:
+            terminal.print_table(reader, max_rows=max_rows)
+            return
+        writer = render.WRITERS["csv" if fmt == "table" else fmt]
+        if output is None:
+            writer(reader, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        else:
+            with _create(output) as handle:
+                writer(reader, handle)
+    except duckdb.Error as error:  # raised while streaming rows
+        raise sql_error(error) from None
+    finally:
+        reader.close()
 
 
 def _create(path: Path) -> IO[bytes]:

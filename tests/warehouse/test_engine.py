@@ -42,7 +42,7 @@ def test_fresh_file_gets_every_table_and_the_latest_version(db_path: Path) -> No
             assert f"wanka.{table}" in names
         assert eng.schema_version == catalog.latest_version() >= 3
         recorded = eng.con.sql("SELECT version, name FROM wanka.schema_migrations ORDER BY 1")
-        assert [v for v, _ in recorded.fetchall()] == list(range(1, catalog.latest_version() + 1))
+        assert [v for v, _ in recorded.fetchall()] == [m.version for m in catalog.migrations()]
 
 
 def test_reopening_changes_nothing(db_path: Path) -> None:

@@ -1,0 +1,52 @@
+"""Named analyses: the questions operators ask, answered in SQL shipped in `sql/analyses/`.
+
+    reader = run_analysis(cur, "queue_wait", {"cluster": "philly"})
+
+Each analysis is one `.sql` file whose header documents it (what it answers, parameters with
+types and defaults, result columns with units); see `catalog.py` for the format.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from warehouse.analyses.catalog import Analysis, Column, all_analyses, analysis_named
+from warehouse.analyses.params import Param, bind, parse_assignments
+from warehouse.query import execute
+
+__all__ = [
+    "Analysis",
+    "Column",
+    "Param",
+    "all_analyses",
+    "analysis_named",
+    "parse_assignments",
+    "run_analysis",
+    "run_analysis_table",
+]
+
+
+def run_analysis(
+    cur: duckdb.DuckDBPyConnection, name: str, given: dict[str, str] | None = None
+) -> pa.RecordBatchReader:
+    """Run the analysis `name` with the given parameter values (text) over defaults.
+
+    Unknown names and values that are not of the declared type raise UserError (exit 2).
+    """
+    analysis = analysis_named(name)
+    values: dict[str, Any] = bind(analysis.params, given or {}, name)
+    return execute(cur, analysis.sql, values or None)
+
+
+def run_analysis_table(
+    cur: duckdb.DuckDBPyConnection, name: str, given: dict[str, str] | None = None
+) -> pa.Table:
+    """`run_analysis`, read whole (for the report: analyses return summaries, not raw rows)."""
+    reader = run_analysis(cur, name, given)
+    try:
+        return reader.read_all()
+    finally:
+        reader.close()
