@@ -40,7 +40,8 @@ def one_line(message: str) -> str:
 
 def sql_error(error: duckdb.Error) -> WankaError:
     """Map a DuckDB error to a wanka error with the right exit status."""
-    cls = UserError if isinstance(error, _INPUT_ERRORS) else WankaError
+    failed_commit = "Failed to commit" in str(error)  # e.g. the disk is full: not the input
+    cls = UserError if isinstance(error, _INPUT_ERRORS) and not failed_commit else WankaError
     return cls(one_line(str(error)))
 
 

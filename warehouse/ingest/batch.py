@@ -9,6 +9,7 @@ A reader error, a crash or a kill before COMMIT leaves nothing behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -253,7 +254,8 @@ def _delete_replaced(
         match = " AND ".join(f't."{k}" = r."{k}"' for k in keys)
         cur.execute(f'DELETE FROM "{table}" t USING _wanka_replaced r WHERE {match}')
     finally:
-        cur.unregister("_wanka_replaced")
+        with contextlib.suppress(duckdb.TransactionException):  # aborted: keep the first error
+            cur.unregister("_wanka_replaced")
 
 
 def _store_rejects(

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from warehouse.errors import UserError
 from warehouse.ingest.base import Parsed, ReadContext, ReadOptions, Reject, Source, register
 from warehouse.ingest.typed import cast_text, duckdb_type
+from warehouse.query import one_line
 
 BLOCK_BYTES = 16 << 20
 
@@ -54,17 +55,49 @@ def read_parquet(
     schema = context.schema(table)
     try:
         parquet = pq.ParquetFile(stream)
-    except (pa.ArrowInvalid, OSError) as error:
-        raise UserError(f"{source.name}: not a Parquet file ({error})") from None
-    names = parquet.schema_arrow.names
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
+        raise UserError(f"{source.name}: not a Parquet file ({one_line(str(error))})") from None
+    try:
+        names = parquet.schema_arrow.names
+    except (pa.ArrowException, UnicodeDecodeError) as error:
+        raise UserError(f"{source.name}: unreadable Parquet schema ({error})") from None
     _check_columns(source, table, names, schema)
     target = pa.schema([schema.field(n) for n in names if n != "batch_id"])
-    for batch in parquet.iter_batches(batch_size=1 << 20, columns=target.names):
+    batches = parquet.iter_batches(batch_size=1 << 20, columns=target.names)
+    group = 0
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
+            # a damaged page: the whole file is refused (one transaction), naming where
+            raise UserError(
+                f"{source.name}: damaged Parquet data after {group:,} rows: {one_line(str(error))}"
+            ) from None
         try:
             rows = fit(pa.Table.from_batches([batch]), target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
             raise UserError(f"{source.name}: columns do not fit table {table}: {error}") from None
+        _check_text(source, rows, group)
+        group += batch.num_rows
         yield Parsed(table, rows)
+
+
+def _check_text(source: Source, rows: pa.Table, offset: int) -> None:
+    """Refuse text columns holding bytes that are not UTF-8 (Parquet readers do not check)."""
+    for name in rows.column_names:
+        column = rows[name]
+        value_type = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+        if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type)):
+            continue
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid:
+            raise UserError(
+                f"{source.name}: column {name}: text that is not UTF-8 within rows "
+                f"{offset + 1:,}-{offset + rows.num_rows:,}"
+            ) from None
 
 
 def fit(rows: pa.Table, target: pa.Schema) -> pa.Table:
@@ -117,7 +150,12 @@ def _read_csv(
         )
     except pa.ArrowInvalid as error:
         raise UserError(f"{source.name}: not a CSV file with a header ({error})") from None
-    given = reader.schema.names
+    try:
+        given = reader.schema.names
+    except UnicodeDecodeError as error:
+        raise UserError(
+            f"{source.name}: line 1: the header is not UTF-8 text (byte {error.start} of a name)"
+        ) from None
     renamed = [aliases.get(n, units[n][0] if n in units else n) for n in given]
     _check_columns(source, table, renamed, schema)
     line = 1  # the header
