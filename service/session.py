@@ -162,7 +162,8 @@ class Session:
         if isinstance(error, duckdb.InterruptException) or "INTERRUPT" in text:
             return self._why_interrupted or QueryCancelled("the query was interrupted")
         if isinstance(error, duckdb.OutOfMemoryException) or "Out of Memory" in text:
-            return OutOfMemory(f"the query needs more memory than the server allows: {text}")
+            reason = one_line(text).split(" Possible solutions", 1)[0]
+            return OutOfMemory(f"the query needs more memory than the server allows: {reason}")
         if type(error) is WankaError and not text.startswith(("INTERNAL", "FATAL", "IO Error")):
             return UserError(text)  # DuckDB refused this SQL (a type, a constraint, ...)
         if isinstance(error, WankaError):

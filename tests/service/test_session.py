@@ -99,3 +99,15 @@ def test_credentials_cached_and_checked(server: Server) -> None:
     assert server.check_password("reader", "pw") == User("reader", "reader")
     assert server.check_password("reader", "nope") is None
     assert server.check_token("wk_nope") is None
+
+
+def test_memory_limit_fails_the_query_not_the_server() -> None:
+    from service.session import OutOfMemory
+
+    with (
+        Server(":memory:", limits=Limits(memory_limit="64MB")) as small,
+        small.session(User("admin", "admin")) as session,
+    ):
+        with pytest.raises(OutOfMemory, match="more memory than the server allows"):
+            session.run("SELECT list(range) AS l FROM range(50000000)").reader.read_all()
+        assert session.run("SELECT 1 AS ok").reader.read_all().num_rows == 1
