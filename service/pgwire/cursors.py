@@ -6,6 +6,7 @@ thread), so the event loop never blocks.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -139,7 +140,8 @@ def _declare(conn: Connection, portal: Portal) -> None:
     name = portal.statement.cursor or ""
     if name in conn.portals:
         raise _error("42P03", f'cursor "{name}" already exists')
-    inner = Portal(portal.statement, portal.sql, [1] if portal.statement.binary else [0])
+    query = replace(portal.statement, kind="query", tag="SELECT", cursor=None)
+    inner = Portal(query, portal.sql, [1] if portal.statement.binary else [0])
     conn.portals[name] = inner
 
 

@@ -118,11 +118,14 @@ class Portal:
         """Read the rest of the stream into memory so the session can run other statements."""
         if self.result is None or self.exhausted:
             return
+        reader = self.result.reader
         while True:
-            batch = self._next_batch()
-            if batch is None:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
                 break
-            self.pending.append(batch)
+            if batch.num_rows:
+                self.pending.append(batch)
         self.result = None
 
     def close(self) -> None:

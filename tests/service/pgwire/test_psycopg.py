@@ -1,0 +1,222 @@
+"""psycopg 3 against the pgwire endpoint: parameters, prepared statements, binary, cursors."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import threading
+import uuid
+
+import psycopg
+import pytest
+from psycopg import errors
+
+from tests.service.pgwire.conftest import Served
+
+
+@pytest.fixture
+def conn(served: Served) -> psycopg.Connection:
+    with psycopg.connect(served.dsn("admin"), autocommit=True) as connection:
+        yield connection
+
+
+@pytest.fixture
+def reader(served: Served) -> psycopg.Connection:
+    with psycopg.connect(served.dsn("reader"), autocommit=True) as connection:
+        yield connection
+
+
+def test_server_looks_like_postgresql_15(conn: psycopg.Connection) -> None:
+    assert conn.info.server_version == 150000
+    assert conn.info.parameter_status("server_version") == "15.0"
+    version = conn.execute("select version()").fetchone()[0]
+    assert version.startswith("PostgreSQL 15.0 (wanka")
+    assert conn.execute("show server_version_num").fetchone() == ("150000",)
+
+
+def test_wrong_password_is_refused_with_28P01(served: Served) -> None:
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(served.dsn("reader", password="nope"))
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(served.dsn("nobody"))
+
+
+def test_ssl_request_is_refused_politely_without_a_certificate(served: Served) -> None:
+    with psycopg.connect(served.dsn("reader").replace("sslmode=disable", "sslmode=prefer")) as c:
+        assert c.execute("select 1").fetchone() == (1,)
+        assert c.pgconn.ssl_in_use is False
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_parameters_of_every_type_round_trip(conn: psycopg.Connection, binary: bool) -> None:
+    values = [
+        7,
+        2**40,
+        1.25,
+        decimal.Decimal("12345.678"),
+        "it's \\ text",
+        True,
+        dt.date(2024, 3, 1),
+        dt.datetime(2024, 3, 1, 12, 30, 0, 250000),
+        dt.datetime(2024, 3, 1, 12, 30, tzinfo=dt.timezone.utc),
+        dt.timedelta(days=1, hours=2, microseconds=5),
+        uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+        b"\x00\xff\x10",
+        [1, 2, 3],
+        ["a b", "c"],
+        None,
+    ]
+    placeholders = ", ".join(["%s"] * len(values))
+    with conn.cursor(binary=binary) as cur:
+        row = cur.execute(f"select {placeholders}", values).fetchone()
+    expected = list(values)
+    expected[10] = str(values[10])  # DuckDB hands UUIDs to Arrow as text
+    expected[13] = '{"a b",c}'  # psycopg sends a list of str untyped: PostgreSQL says text too
+    assert list(row) == expected
+
+
+def test_untyped_text_parameter_takes_its_type_from_context(conn: psycopg.Connection) -> None:
+    rows = conn.execute(
+        "select i from pg_types_probe where i = %s::text::int or t = %s order by i", ["1", "it's"]
+    ).fetchall()
+    assert rows == [(1,), (2,)]
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_result_types_and_values(conn: psycopg.Connection, binary: bool) -> None:
+    with conn.cursor(binary=binary) as cur:
+        cur.execute("select * from pg_types_probe order by i nulls last")
+        rows = cur.fetchall()
+        oids = [d.type_code for d in cur.description]
+    assert oids == [23, 20, 21, 701, 700, 1700, 25, 16, 1082, 1114, 1184, 1186, 25, 17, 1007, 1009]
+    first = rows[0]
+    assert first[:8] == (1, 9000000000, 7, 1.5, 2.25, decimal.Decimal("12345.678"), "gpu001", True)
+    assert first[8:12] == (
+        dt.date(2024, 3, 1),
+        dt.datetime(2024, 3, 1, 12, 0, 0, 500000),
+        dt.datetime(2024, 3, 1, 12, 0, tzinfo=dt.timezone.utc),
+        dt.timedelta(days=1, hours=2),
+    )
+    assert first[13:] == (b"\x00\xff", [1, 2, None], ["a b", "c"])
+    assert rows[1][5] == decimal.Decimal("-0.500") and rows[1][6] == "it's"
+    assert rows[2] == (None,) * 16
+
+
+def test_prepared_statement_reused(conn: psycopg.Connection) -> None:
+    for i in range(8):  # psycopg prepares server-side after 5 runs
+        assert conn.execute("select %s::int + 1 as n", [i], prepare=i > 2).fetchone() == (i + 1,)
+
+
+def test_named_cursor_fetches_in_portions(conn: psycopg.Connection) -> None:
+    with conn.transaction(), conn.cursor(name="big") as cur:
+        cur.itersize = 1000
+        cur.execute("select range as n from range(5000)")
+        first = cur.fetchmany(10)
+        rest = cur.fetchall()
+    assert [r[0] for r in first] == list(range(10))
+    assert len(rest) == 4990 and rest[-1] == (4999,)
+
+
+def test_many_rows_stream_in_batches(conn: psycopg.Connection) -> None:
+    total = conn.execute("select count(*), sum(n) from (select range as n from range(200000))")
+    assert total.fetchone() == (200000, 199999 * 200000 // 2)
+    with conn.cursor(binary=True) as cur:
+        rows = cur.execute(
+            "select range::int as n, 'x' || range as s from range(100000)"
+        ).fetchall()
+    assert len(rows) == 100000 and rows[-1] == (99999, "x99999")
+
+
+def test_transaction_error_state_and_rollback(served: Served) -> None:
+    with psycopg.connect(served.dsn("admin")) as c:  # not autocommit: psycopg sends BEGIN
+        c.execute("create table if not exists tx_probe (n int)")
+        c.commit()
+        c.execute("insert into tx_probe values (1)")
+        assert c.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        with pytest.raises(errors.UndefinedTable):
+            c.execute("select * from no_such_table")
+        assert c.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+        with pytest.raises(errors.InFailedSqlTransaction):
+            c.execute("select 1")
+        c.rollback()
+        assert c.execute("select count(*) from tx_probe").fetchone() == (0,)
+        c.execute("insert into tx_probe values (2)")
+        c.commit()
+        assert c.execute("select count(*) from tx_probe").fetchone() == (1,)
+        c.execute("drop table tx_probe")
+        c.commit()
+
+
+@pytest.mark.parametrize(
+    ("sql", "error"),
+    [
+        ("selec 1", errors.SyntaxError),
+        ("select * from nope", errors.UndefinedTable),
+        ("select nope from pg_types_probe", errors.UndefinedColumn),
+        ("select 1/0::int", None),
+    ],
+)
+def test_errors_carry_sqlstate(conn: psycopg.Connection, sql: str, error: type | None) -> None:
+    if error is None:
+        conn.execute(sql)  # DuckDB's 1/0 is NULL, not an error
+        return
+    with pytest.raises(error):
+        conn.execute(sql)
+    assert conn.execute("select 1").fetchone() == (1,)  # the connection is still usable
+
+
+def test_reader_role_is_read_only(reader: psycopg.Connection) -> None:
+    with pytest.raises(errors.InsufficientPrivilege, match="reader"):
+        reader.execute("delete from pg_types_probe")
+    with pytest.raises(errors.InsufficientPrivilege):
+        reader.execute("select * from wanka.users")
+    assert reader.execute("select count(*) from public.pg_types_probe").fetchone() == (3,)
+
+
+def test_session_settings_are_kept_by_the_session(conn: psycopg.Connection) -> None:
+    conn.execute("set application_name = 'grafana'")
+    conn.execute("SET extra_float_digits = 3")
+    conn.execute("set search_path to public, wanka")
+    assert conn.info.parameter_status("application_name") == "grafana"
+    assert conn.execute("show application_name").fetchone() == ("grafana",)
+    assert conn.execute("show transaction isolation level").fetchone() == ("serializable",)
+    assert conn.execute("show standard_conforming_strings").fetchone() == ("on",)
+    assert conn.execute("select current_setting('server_version_num')").fetchone() == ("150000",)
+    assert conn.execute("select current_user, current_database()").fetchone() == (
+        "admin",
+        "wanka",
+    )
+
+
+def test_copy_to_stdout_text_and_csv(conn: psycopg.Connection) -> None:
+    with conn.cursor() as cur:
+        with cur.copy("copy (select i, t, ok from pg_types_probe order by i) to stdout") as copy:
+            text = b"".join(bytes(b) for b in copy)
+        assert text == b"1\tgpu001\tt\n2\tit's\tf\n\\N\t\\N\t\\N\n"
+        sql = (
+            "COPY (select t, i from pg_types_probe order by i) TO STDOUT WITH (FORMAT csv, HEADER)"
+        )
+        with cur.copy(sql) as copy:
+            csv = b"".join(bytes(b) for b in copy)
+        assert csv == b"t,i\ngpu001,1\nit's,2\n,\n"
+        with cur.copy("copy pg_types_probe to stdout") as copy:
+            assert len(b"".join(bytes(b) for b in copy).splitlines()) == 3
+
+
+def test_cancel_stops_a_running_query(served: Served) -> None:
+    with psycopg.connect(served.dsn("reader"), autocommit=True) as c:
+        # cancel_safe: libpq's blocking PQcancel would hold the GIL the in-process server needs
+        timer = threading.Timer(0.5, c.cancel_safe)
+        timer.start()
+        with pytest.raises(errors.QueryCanceled):
+            c.execute("select count(*) from range(10000000000) a, range(1000) b")
+        timer.join()
+        assert c.execute("select 2").fetchone() == (2,)
+
+
+def test_statement_timeout_interrupts(conn: psycopg.Connection) -> None:
+    conn.execute("set statement_timeout = 300")
+    with pytest.raises(errors.QueryCanceled, match="time limit"):
+        conn.execute("select count(*) from range(10000000000) a, range(1000) b")
+    conn.execute("reset statement_timeout")
+    assert conn.execute("select 3").fetchone() == (3,)
