@@ -58,7 +58,7 @@ def test_parameters_of_every_type_round_trip(conn: psycopg.Connection, binary: b
         True,
         dt.date(2024, 3, 1),
         dt.datetime(2024, 3, 1, 12, 30, 0, 250000),
-        dt.datetime(2024, 3, 1, 12, 30, tzinfo=dt.timezone.utc),
+        dt.datetime(2024, 3, 1, 12, 30, tzinfo=dt.UTC),
         dt.timedelta(days=1, hours=2, microseconds=5),
         uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
         b"\x00\xff\x10",
@@ -94,7 +94,7 @@ def test_result_types_and_values(conn: psycopg.Connection, binary: bool) -> None
     assert first[8:12] == (
         dt.date(2024, 3, 1),
         dt.datetime(2024, 3, 1, 12, 0, 0, 500000),
-        dt.datetime(2024, 3, 1, 12, 0, tzinfo=dt.timezone.utc),
+        dt.datetime(2024, 3, 1, 12, 0, tzinfo=dt.UTC),
         dt.timedelta(days=1, hours=2),
     )
     assert first[13:] == (b"\x00\xff", [1, 2, None], ["a b", "c"])
