@@ -30,7 +30,7 @@ from warehouse.catalog import sql_dir
 from warehouse.errors import UserError
 
 _TITLE = re.compile(r"^-- ([a-z][a-z0-9_]*): (.+)$")
-_COLUMN = re.compile(r"^--\s{2,}([a-z_][a-z0-9_]*)\s{2,}(.+)$")
+_COLUMN = re.compile(r"^--\s{2,}([a-z_][a-z0-9_]*)\s+(.+)$")
 
 
 @dataclass(frozen=True)
