@@ -16,6 +16,7 @@ from service.commands.cluster import demo, simulate
 from service.commands.common import Globals
 from service.commands.ingest import ingest
 from service.commands.refresh import refresh
+from service.commands.report import report
 from service.commands.serve import serve
 from service.commands.sql import sql
 from service.commands.users import token, user
@@ -38,7 +39,7 @@ def app(ctx: click.Context, db: str | None) -> None:
     ctx.obj = Globals(db=db)
 
 
-for command in (sql, ingest, refresh, simulate, demo, serve, user, token, analyze):
+for command in (sql, ingest, refresh, simulate, demo, serve, user, token, analyze, report):
     app.add_command(command)
 
 

@@ -47,8 +47,8 @@ def test_assignments_need_an_equals_sign() -> None:
         parse_assignments(["a"])
 
 
-def test_a_parameter_changes_the_answer(engine: Engine) -> None:
-    cur = engine.cursor()
+def test_a_parameter_changes_the_answer(demo_engine: Engine) -> None:
+    cur = demo_engine.cursor()
     try:
         cheap = run_analysis_table(cur, "annual_cost", {"tariff_usd_per_kwh": "0.05"})
         dear = run_analysis_table(cur, "annual_cost", {"tariff_usd_per_kwh": "0.10"})

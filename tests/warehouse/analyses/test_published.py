@@ -36,8 +36,8 @@ def _acme(shared_data: Path, cluster: str) -> dict[str, float]:
 
 
 @pytest.fixture(scope="module")
-def philly(engine: Engine) -> dict[str, float]:
-    cur = engine.cursor()
+def philly(demo_engine: Engine) -> dict[str, float]:
+    cur = demo_engine.cursor()
     try:
         [row] = run_analysis_table(cur, "trace_summary", {"cluster": "philly"}).to_pylist()
     finally:
@@ -63,8 +63,8 @@ def test_summary_equals_the_figures_computed_from_the_csv(
     assert philly["avg_que_time_gpu"] is None  # nor start times
 
 
-def test_gpu_time_shares_by_size_equal_the_csv(engine: Engine, raw: pl.DataFrame) -> None:
-    cur = engine.cursor()
+def test_gpu_time_shares_by_size_equal_the_csv(demo_engine: Engine, raw: pl.DataFrame) -> None:
+    cur = demo_engine.cursor()
     try:
         rows = run_analysis_table(cur, "job_size_shares", {"cluster": "philly"}).to_pylist()
     finally:

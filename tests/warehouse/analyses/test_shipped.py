@@ -43,8 +43,8 @@ def test_header_declares_exactly_the_parameters_the_query_uses(name: str) -> Non
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_runs_on_the_demo_with_the_documented_columns(engine: Engine, name: str) -> None:
-    cur = engine.cursor()
+def test_runs_on_the_demo_with_the_documented_columns(demo_engine: Engine, name: str) -> None:
+    cur = demo_engine.cursor()
     try:
         table = run_analysis_table(cur, name)
     finally:
@@ -53,9 +53,9 @@ def test_runs_on_the_demo_with_the_documented_columns(engine: Engine, name: str)
     assert table.num_rows > 0, name
 
 
-def test_interconnect_balance_names_the_pcie_slot_behind_a_400g_nic(engine: Engine) -> None:
+def test_interconnect_balance_names_the_pcie_slot_behind_a_400g_nic(demo_engine: Engine) -> None:
     """ConnectX-7 (400 Gb/s, 50 GB/s) in a Gen4 x16 slot: the slot's 31.5 GB/s limits."""
-    cur = engine.cursor()
+    cur = demo_engine.cursor()
     cur.execute("BEGIN TRANSACTION")  # rolled back: the other tests see the demo as built
     try:
         cur.execute(
@@ -78,8 +78,10 @@ def test_interconnect_balance_names_the_pcie_slot_behind_a_400g_nic(engine: Engi
         assert row["allreduce_7b_hier_s"] < row["allreduce_70b_hier_s"]
 
 
-def test_checkpoint_cost_async_stall_is_far_below_the_synchronous_write(engine: Engine) -> None:
-    cur = engine.cursor()
+def test_checkpoint_cost_async_stall_is_far_below_the_synchronous_write(
+    demo_engine: Engine,
+) -> None:
+    cur = demo_engine.cursor()
     try:
         rows = run_analysis_table(cur, "checkpoint_cost").to_pylist()
     finally:
@@ -91,8 +93,8 @@ def test_checkpoint_cost_async_stall_is_far_below_the_synchronous_write(engine: 
         assert row["daly_async_s"] < row["daly_sync_s"]
 
 
-def test_cold_starts_of_the_alibaba_trace_are_far_from_200_ms(engine: Engine) -> None:
-    cur = engine.cursor()
+def test_cold_starts_of_the_alibaba_trace_are_far_from_200_ms(demo_engine: Engine) -> None:
+    cur = demo_engine.cursor()
     try:
         [row] = run_analysis_table(cur, "cold_start").to_pylist()
     finally:

@@ -1,4 +1,4 @@
-"""One small demo with the real traces, shared by the analysis tests of this package."""
+"""One small demo with the real traces, shared by the tests of the analyses and the report."""
 
 from __future__ import annotations
 
@@ -23,16 +23,16 @@ SMALL = SimConfig(
 )
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def demo_db(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
-    """A 256-GPU demo plus the real samples (Philly, Alibaba), built once for the package."""
+    """A 256-GPU demo plus the real samples (Philly, Alibaba), built once per test process."""
     path = tmp_path_factory.mktemp("analyses") / "w.duckdb"
     with Engine(str(path)) as eng:
         build_demo(eng, SMALL, real_data=shared_data)
     return path
 
 
-@pytest.fixture(scope="package")
-def engine(demo_db: Path) -> Iterator[Engine]:
+@pytest.fixture(scope="session")
+def demo_engine(demo_db: Path) -> Iterator[Engine]:
     with Engine(str(demo_db)) as eng:
         yield eng
