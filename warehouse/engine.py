@@ -178,6 +178,16 @@ class Engine:
         self.close()
 
 
+def connect_memory() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with wanka's settings and model functions, for reading a lake.
+
+    No database file: `warehouse.engines.duck` registers the lake's Delta tables on it.
+    """
+    con = duckdb.connect(":memory:", config=dict(BASE_CONFIG))
+    registry.register(con)
+    return con
+
+
 # -- schema ----------------------------------------------------------------------------------
 
 _MIGRATIONS_DDL = """

@@ -20,6 +20,7 @@ from sqlglot.tokens import Token, TokenType
 from warehouse.dynamic import catalog, chain
 from warehouse.dynamic.plan import parse_select, plan_query, state_table
 from warehouse.dynamic.refresh import refresh, visible_table
+from warehouse.engines.portable import spark_columns
 from warehouse.errors import UserError
 
 _VERBS = ("CREATE", "ALTER", "REFRESH", "DROP")
@@ -166,6 +167,7 @@ def create(cur: duckdb.DuckDBPyConnection, text: str) -> pa.Table:
             if source in catalog.names(cur):
                 chain.track(cur, source)
         catalog.insert(cur, name, freshness, mode, plan)
+        catalog.update(cur, name, **spark_columns(plan.query))  # said now, not at refresh
         cur.execute("COMMIT")
     except duckdb.Error as error:
         cur.execute("ROLLBACK")

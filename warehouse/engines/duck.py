@@ -1,0 +1,63 @@
+"""DuckDB over the lake: the reference engine, reading the same Delta tables as Spark.
+
+Tables are the Delta log's active files as Arrow datasets (delta-rs), no DuckDB extension; the
+model functions are the same macros `warehouse.engine` installs. Used by `wanka sql --lake`
+and as the side Spark's results are compared with.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from udfs import registry
+from warehouse.engine import connect_memory
+from warehouse.engines.base import Capabilities, LakeEngine
+from warehouse.lake.delta import PARTITION_COLUMN, LakeTable
+
+CAPABILITIES = Capabilities(
+    name="duckdb",
+    dialect="duckdb",
+    distributed=False,
+    duckdb_only_sql=True,
+    native_delta_merge=False,
+    task_written_files=False,
+)
+
+
+class DuckLakeEngine(LakeEngine):
+    """An in-memory DuckDB whose tables are the lake's Delta tables."""
+
+    capabilities = CAPABILITIES
+
+    def __init__(self) -> None:
+        self.con = connect_memory()
+        self._lock = threading.Lock()
+
+    def register_table(
+        self, name: str, table: LakeTable, *, files: list[str] | None = None
+    ) -> None:
+        dataset = table.dataset()
+        columns = [c for c in dataset.schema.names if c != PARTITION_COLUMN]
+        if files is not None:  # a subset of the active files (the files a delta touches)
+            schema = pa.schema([dataset.schema.field(c) for c in columns])
+            dataset = ds.dataset(files, schema=schema, format="parquet")
+        with self._lock:
+            self.con.register(f"__lake_{name}", dataset)
+            listed = ", ".join(f'"{c}"' for c in columns)
+            self.con.execute(
+                f'CREATE OR REPLACE VIEW "{name}" AS SELECT {listed} FROM "__lake_{name}"'
+            )
+
+    def register_udfs(self) -> list[str]:
+        return registry.register(self.con)
+
+    def sql(self, query: str) -> pa.Table:
+        # on the connection itself: registered datasets are visible to it, not to cursors
+        with self._lock:
+            return self.con.sql(query).to_arrow_table()
+
+    def close(self) -> None:
+        self.con.close()
