@@ -14,6 +14,7 @@ _BY_MESSAGE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"Catalog Error: Schema", "3F000"),
         (r"Catalog Error: Scalar Function|Catalog Error: .*Function", "42883"),
         (r"Catalog Error: Type", "42704"),
+        (r"Binder Error: Referenced table", "42P01"),
         (r"Binder Error: .*column|Referenced column|not found in FROM clause", "42703"),
         (r"Binder Error: No function matches|Could not choose a best candidate", "42883"),
         (r"Binder Error", "42P18"),

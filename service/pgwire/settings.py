@@ -68,6 +68,8 @@ DEFAULTS: dict[str, str] = {
     "row_security": "on",
     "synchronous_commit": "on",
     "jit": "off",
+    "default_table_access_method": "heap",
+    "max_index_keys": "32",
     "datestyle": "ISO, MDY",
 }
 

@@ -140,6 +140,8 @@ def classify(text: str) -> Statement:
     if _NOOP.match(text):
         verb = text.split()[0].upper()
         return Statement(text, "noop", "DISCARD ALL" if verb == "DISCARD" else verb)
+    if _first_word(text) in _PASS_THROUGH:  # DuckDB reads these itself
+        return Statement(text, "query", _first_word(text))
     try:
         tree = sqlglot.parse_one(text, read="postgres")
     except SqlglotError:
@@ -204,6 +206,7 @@ def _cursor_statement(text: str) -> Statement | None:
     return None
 
 
+_PASS_THROUGH = {"EXPLAIN", "DESCRIBE", "SUMMARIZE", "PRAGMA"}
 _ROW_VERBS = {
     "SELECT",
     "WITH",

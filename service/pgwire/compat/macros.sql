@@ -124,10 +124,10 @@ CREATE OR REPLACE MACRO memory.pg_compat.quote_ident(name) AS CASE
 
 CREATE OR REPLACE MACRO memory.pg_compat.parse_ident(name) AS
     list_transform(string_split(name, '.'),
-                   lambda p: CASE WHEN p LIKE '"%"' THEN replace(p[2:-1], '""', '"') ELSE lower(p) END),
+                   lambda p: CASE WHEN p LIKE '"%"' THEN replace(p[2:-2], '""', '"') ELSE lower(p) END),
     (name, strict) AS
     list_transform(string_split(name, '.'),
-                   lambda p: CASE WHEN p LIKE '"%"' THEN replace(p[2:-1], '""', '"') ELSE lower(p) END);
+                   lambda p: CASE WHEN p LIKE '"%"' THEN replace(p[2:-2], '""', '"') ELSE lower(p) END);
 
 CREATE OR REPLACE MACRO memory.pg_compat.current_schemas(implicit) AS
     CASE WHEN implicit THEN ['pg_catalog', 'public'] ELSE ['public'] END;
@@ -241,3 +241,5 @@ CREATE OR REPLACE MACRO memory.pg_compat.attnums(indexes) AS
     list_transform(indexes, lambda i: CAST(i + 1 AS SMALLINT));
 
 CREATE OR REPLACE MACRO memory.pg_compat.pg_relation_is_publishable(rel) AS false;
+CREATE OR REPLACE MACRO memory.pg_compat.pg_get_serial_sequence(tbl, col) AS NULL::VARCHAR;
+CREATE OR REPLACE MACRO memory.pg_compat.pg_collation_is_visible(c) AS true;

@@ -23,12 +23,19 @@ def install(cur: Any) -> None:
     cur.execute(f"CREATE SCHEMA IF NOT EXISTS memory.{COMPAT_SCHEMA}")
     for statement in cur.extract_statements((HERE / "macros.sql").read_text()):
         cur.execute(statement.query)
+    settings = f"(SELECT setting FROM (VALUES {_settings_values()}) AS s(name, setting)"
+    cur.execute(
+        f"CREATE OR REPLACE MACRO memory.{COMPAT_SCHEMA}.current_setting(wanted) AS "
+        f"{settings} WHERE lower(name) = lower(wanted)), "
+        f"(wanted, missing_ok) AS {settings} WHERE lower(name) = lower(wanted))"
+    )
 
 
 @functools.cache
 def macro_names() -> frozenset[str]:
     """Every function name the macros define (lower case)."""
-    return frozenset(m.lower() for m in _MACRO_NAME.findall((HERE / "macros.sql").read_text()))
+    text = (HERE / "macros.sql").read_text()
+    return frozenset({m.lower() for m in _MACRO_NAME.findall(text)} | {"current_setting"})
 
 
 def _settings_values() -> str:

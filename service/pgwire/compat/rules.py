@@ -32,6 +32,14 @@ _LITERAL_FUNCTIONS = {
     "pg_postmaster_start_time": None,
     "inet_server_addr": None,
 }
+_RENAMED = {
+    "json_build_object": "json_object",
+    "jsonb_build_object": "json_object",
+    "json_build_array": "json_array",
+    "jsonb_build_array": "json_array",
+    "json_agg": "json_group_array",
+    "jsonb_agg": "json_group_array",
+}
 _PLAIN_TYPES = {
     "name": "VARCHAR",
     "char": "VARCHAR",
@@ -82,10 +90,12 @@ def compat_call(name: str, args: list[exp.Expr]) -> exp.Expr:
 def _rule(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Table):
         return _table(node)
-    if isinstance(node, exp.Dot) and isinstance(node.expression, (exp.Func, exp.Dot)):
+    if isinstance(node, exp.Dot) and not isinstance(node.expression, exp.Identifier):
         return _qualified_call(node)
     if isinstance(node, exp.Cast):
         return _cast(node)
+    if isinstance(node, exp.Column) and node.args.get("db") is not None:
+        return _qualified_column(node)
     if isinstance(node, exp.DataType) and node.this == exp.DType.USERDEFINED:
         return _qualified_type(node)
     if isinstance(node, exp.Operator):
@@ -104,6 +114,16 @@ def _rule(node: exp.Expr) -> exp.Expr:
     return node
 
 
+def _qualified_column(node: exp.Column) -> exp.Expr:
+    """`pg_catalog.pg_class.relname` names the inlined relation by its bare name."""
+    schema = node.text("db").lower()
+    if schema in ("pg_catalog", "information_schema") and view(schema, node.table) is not None:
+        node.set("db", None)
+    elif schema == "public":
+        node.set("db", exp.to_identifier("main"))
+    return node
+
+
 def _session_user() -> exp.Expr:
     return exp.Parameter(this=exp.Var(this=SESSION_USER))
 
@@ -112,7 +132,36 @@ def _table(node: exp.Table) -> exp.Expr:
     if isinstance(node.this, (exp.Func, exp.Dot)):
         if node.db.lower() in ("pg_catalog", "information_schema"):
             node.set("db", None)  # pg_catalog.unnest(...), information_schema._pg_expandarray
-        return node
+        return _from_function(node)
+    return _relation(node)
+
+
+#: functions PostgreSQL lets FROM treat as one-row relations (DuckDB's table functions differ)
+_TABLE_FUNCTIONS = {"generate_series", "unnest", "range", "json_each", "json_tree"}
+
+
+def _from_function(node: exp.Table) -> exp.Expr:
+    """`FROM pg_get_keywords()` -> the inlined view; `FROM string_to_array(...) s` -> one row."""
+    func = node.this
+    if isinstance(func, exp.Anonymous):
+        name = func.name.lower()
+    else:
+        name = func.sql_name().lower() if isinstance(func, exp.Func) else ""
+    alias = node.args.get("alias")
+    if name and view("", name) is not None:
+        inlined = view("", name)
+        assert inlined is not None
+        return exp.Subquery(
+            this=inlined, alias=alias or exp.TableAlias(this=exp.to_identifier(name))
+        )
+    if name and name not in _TABLE_FUNCTIONS and isinstance(alias, exp.TableAlias):
+        column = alias.columns[0] if alias.columns else alias.this
+        one_row = exp.select(exp.alias_(func.copy(), column.copy() if column else "value"))
+        return exp.Subquery(this=one_row, alias=exp.TableAlias(this=alias.this.copy()))
+    return node
+
+
+def _relation(node: exp.Table) -> exp.Expr:
     if node.catalog:
         return node
     schema = node.db.lower()
@@ -159,8 +208,8 @@ def _function(node: exp.Func) -> exp.Expr:
         return args[1]
     if name == "pg_backend_pid":
         return exp.Parameter(this=exp.Var(this="wanka_backend_pid"))
-    if name == "pg_get_keywords":
-        return node  # a table function: handled where it appears as a table
+    if name in _RENAMED and isinstance(node, exp.Anonymous):
+        return exp.Anonymous(this=_RENAMED[name], expressions=args)
     if isinstance(node, exp.Anonymous) and name in macro_names():
         return compat_call(name, args)
     if name in ("array_upper", "array_lower", "array_ndims") and isinstance(node, exp.Anonymous):
@@ -174,12 +223,15 @@ def _cast(node: exp.Cast) -> exp.Expr:
     if name is None:
         return node
     value = node.this
+    named = isinstance(value, exp.Parameter) or (
+        isinstance(value, exp.Literal) and value.is_string
+    )  # a name to look up; anything else is an oid to print
     if name == "regclass":
-        if isinstance(value, exp.Literal) and value.is_string:
+        if named:
             return compat_call("regclass_oid", [value])
         return compat_call("regclass_name", [value])
     if name == "regtype":
-        if isinstance(value, exp.Literal) and value.is_string:
+        if named:
             return compat_call("regtype_oid", [value])
         return compat_call("format_type", [value, exp.null()])
     if name in _PLAIN_TYPES:

@@ -420,3 +420,10 @@ SELECT ''::VARCHAR AS specific_catalog, ''::VARCHAR AS specific_schema,
        ''::VARCHAR AS specific_name, ''::VARCHAR AS routine_catalog,
        ''::VARCHAR AS routine_schema, ''::VARCHAR AS routine_name,
        ''::VARCHAR AS routine_type, ''::VARCHAR AS data_type WHERE false
+
+-- view: pg_get_keywords
+SELECT keyword_name AS word,
+       CASE keyword_category WHEN 'reserved' THEN 'R' WHEN 'unreserved' THEN 'U'
+            WHEN 'type_function' THEN 'T' ELSE 'C' END AS catcode,
+       false AS barelabel, keyword_category AS catdesc, 'requires AS' AS baredesc
+FROM duckdb_keywords()
