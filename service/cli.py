@@ -15,6 +15,7 @@ from service.commands.analyze import analyze
 from service.commands.cluster import demo, simulate
 from service.commands.common import Globals
 from service.commands.ingest import ingest
+from service.commands.lake import export
 from service.commands.refresh import refresh
 from service.commands.report import report
 from service.commands.serve import serve
@@ -39,7 +40,7 @@ def app(ctx: click.Context, db: str | None) -> None:
     ctx.obj = Globals(db=db)
 
 
-for command in (sql, ingest, refresh, simulate, demo, serve, user, token, analyze, report):
+for command in (sql, ingest, refresh, export, simulate, demo, serve, user, token, analyze, report):
     app.add_command(command)
 
 

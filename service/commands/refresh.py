@@ -2,25 +2,45 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from service.commands.common import open_engine
+from service.commands.lake import engine_options, open_lake_engine
 from warehouse.dynamic.schedule import Failed, describe, run_due, seconds
+from warehouse.engines.refresh import describe_lake, refresh_lake
 from warehouse.errors import WankaError
 
 
 @click.command()
 @click.argument("name", required=False)
 @click.option("--full", is_flag=True, help="Recompute instead of applying the changes.")
+@engine_options
 @click.pass_context
-def refresh(ctx: click.Context, name: str | None, full: bool) -> None:
+def refresh(
+    ctx: click.Context,
+    name: str | None,
+    full: bool,
+    engine: str,
+    lake: Path | None,
+    master: str | None,
+    remote: str | None,
+) -> None:
     """Refresh dynamic table NAME (even while a failure backs off), or every due one, once.
 
     Prints one line per table: what the refresh did, or why it failed or was skipped. Exits 1
-    when any refresh failed.
+    when any refresh failed. With --engine spark --lake DIR, the dynamic tables of the lake
+    (as `wanka export` recorded them) are refreshed on Spark and committed to the lake.
     """
-    with open_engine(ctx) as engine:
-        cur = engine.cursor()
+    if engine != "duckdb" or lake is not None:
+        with open_lake_engine(engine, lake, master, remote) as lake_engine:
+            assert lake is not None
+            for done in refresh_lake(lake_engine, lake, name, full=full):
+                click.echo(describe_lake(done))
+        return
+    with open_engine(ctx) as opened:
+        cur = opened.cursor()
         try:
             outcomes = run_due(cur, name=name, full=full)
             lines = [describe(o, seconds(cur, o)) for o in outcomes]

@@ -12,8 +12,10 @@ import pyarrow as pa
 
 from service import render, terminal
 from service.commands.common import open_engine
+from service.commands.lake import engine_options, open_lake_engine
+from warehouse.engines.portable import NotPortable, portability_problems
 from warehouse.errors import UserError
-from warehouse.query import execute, sql_error
+from warehouse.query import execute, one_line, sql_error
 
 
 @click.command()
@@ -40,17 +42,58 @@ from warehouse.query import execute, sql_error
     show_default=True,
     help="Rows shown by --format table.",
 )
+@engine_options
 @click.pass_context
-def sql(ctx: click.Context, query: str, fmt: str, output: Path | None, max_rows: int) -> None:
-    """Run SQL against the warehouse and print the result. QUERY '-' reads it from stdin."""
+def sql(
+    ctx: click.Context,
+    query: str,
+    fmt: str,
+    output: Path | None,
+    max_rows: int,
+    engine: str,
+    lake: Path | None,
+    master: str | None,
+    remote: str | None,
+) -> None:
+    """Run SQL against the warehouse and print the result. QUERY '-' reads it from stdin.
+
+    With --lake (and --engine spark) the query runs over the lake's Delta tables instead of
+    the database file, written in DuckDB's dialect either way.
+    """
     text = sys.stdin.read() if query == "-" else query
     check_binary_target(fmt, output)
-    with open_engine(ctx) as engine:
-        cur = engine.cursor()
+    if engine != "duckdb" or lake is not None:
+        emit(_on_lake(text, engine, lake, master, remote).to_reader(), fmt, output, max_rows)
+        return
+    with open_engine(ctx) as engine_:
+        cur = engine_.cursor()
         try:
             emit(execute(cur, text), fmt, output, max_rows)
         finally:
             cur.close()
+
+
+def _on_lake(
+    text: str, engine: str, lake: Path | None, master: str | None, remote: str | None
+) -> pa.Table:
+    """The query's rows computed by a lake engine (DuckDB or Spark over the Delta tables)."""
+    problems = portability_problems(text) if engine == "spark" else []
+    if problems:  # said before a Spark session is started, not after
+        raise UserError(f"this query does not run the same on {engine}: {'; '.join(problems)}")
+    with open_lake_engine(engine, lake, master, remote) as lake_engine:
+        assert lake is not None
+        lake_engine.register_lake(lake)
+        lake_engine.register_udfs()
+        try:
+            return lake_engine.sql(text)
+        except NotPortable as error:
+            raise UserError(f"this query does not run the same on {engine}: {error}") from None
+        except duckdb.Error as error:
+            raise sql_error(error) from None
+        except Exception as error:  # Spark's own errors: the first line says what failed
+            if type(error).__module__.startswith(("pyspark", "py4j")):
+                raise UserError(f"{engine}: {one_line(str(error))}") from None
+            raise
 
 
 def check_binary_target(fmt: str, output: Path | None) -> None:

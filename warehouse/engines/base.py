@@ -65,8 +65,11 @@ class LakeEngine(ABC):
     # -- SQL -------------------------------------------------------------------------------------
 
     @abstractmethod
-    def sql(self, query: str) -> pa.Table:
-        """Run a DuckDB-dialect query (translated for this engine) and return its rows."""
+    def sql(self, query: str, values: dict[str, object] | None = None) -> pa.Table:
+        """Run a DuckDB-dialect query (translated for this engine) and return its rows.
+
+        `values` bind the query's `$name` parameters (as literals: Spark has no such ones).
+        """
 
     # -- commits ---------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import pyarrow.dataset as ds
 from udfs import registry
 from warehouse.engine import connect_memory
 from warehouse.engines.base import Capabilities, LakeEngine
+from warehouse.engines.portable import bind_literals
 from warehouse.lake.delta import PARTITION_COLUMN, LakeTable
 
 CAPABILITIES = Capabilities(
@@ -54,10 +55,11 @@ class DuckLakeEngine(LakeEngine):
     def register_udfs(self) -> list[str]:
         return registry.register(self.con)
 
-    def sql(self, query: str) -> pa.Table:
+    def sql(self, query: str, values: dict[str, object] | None = None) -> pa.Table:
+        text = bind_literals(query, values) if values else query
         # on the connection itself: registered datasets are visible to it, not to cursors
         with self._lock:
-            return self.con.sql(query).to_arrow_table()
+            return self.con.sql(text).to_arrow_table()
 
     def close(self) -> None:
         self.con.close()

@@ -131,12 +131,19 @@ def _unknown_functions(tree: exp.Expression) -> list[str]:
     ]
 
 
-def rewrite(select_sql: str) -> tuple[exp.Expression, list[str]]:
-    """The query's tree after wanka's rules, and the problems no rule solves."""
+def rewrite(
+    select_sql: str, values: dict[str, object] | None = None
+) -> tuple[exp.Expression, list[str]]:
+    """The query's tree after wanka's rules, and the problems no rule solves.
+
+    `values` bind `$name` parameters to literals first (Spark SQL has no such parameters).
+    """
     try:
         tree = _parse(select_sql)
     except SqlglotError as error:
         return exp.select("1"), [f"cannot parse the query: {error}"]
+    if values:
+        tree = _bind(tree, values)
     found = problems(tree, select_sql)
     for rule in RULES:
         tree = rule(tree)
@@ -146,7 +153,7 @@ def rewrite(select_sql: str) -> tuple[exp.Expression, list[str]]:
     return tree, found
 
 
-def portability_problems(select_sql: str) -> list[str]:
+def portability_problems(select_sql: str, values: dict[str, object] | None = None) -> list[str]:
     """Every construct of `select_sql` (DuckDB dialect) that Spark cannot run as DuckDB does.
 
     Empty when the query is portable. Each problem names the construct and the alternative.
@@ -156,7 +163,7 @@ def portability_problems(select_sql: str) -> list[str]:
     >>> portability_problems("SELECT histogram(gpu) FROM gpu_metrics")
     ['histogram(x) has no Spark equivalent: GROUP BY x with count(*)']
     """
-    tree, found = rewrite(select_sql)
+    tree, found = rewrite(select_sql, values)
     if not found:
         try:
             tree.sql("spark", unsupported_level=ErrorLevel.RAISE)
@@ -165,19 +172,43 @@ def portability_problems(select_sql: str) -> list[str]:
     return found
 
 
-def to_spark(select_sql: str) -> str:
+def to_spark(select_sql: str, values: dict[str, object] | None = None) -> str:
     """`select_sql` in Spark SQL, with the same results; raises NotPortable otherwise.
 
     >>> to_spark("SELECT quantile_cont(value, 0.9) AS p90 FROM main.gpu_metrics")
     'SELECT PERCENTILE(value, CAST(0.9 AS DOUBLE)) AS p90 FROM gpu_metrics'
     """
-    tree, found = rewrite(select_sql)
+    tree, found = rewrite(select_sql, values)
     if found:
         raise NotPortable(found)
     try:
         return tree.sql("spark", unsupported_level=ErrorLevel.RAISE)
     except SqlglotError as error:
         raise NotPortable([f"sqlglot cannot write this for Spark: {error}"]) from None
+
+
+def bind_literals(select_sql: str, values: dict[str, object]) -> str:
+    """`$name` parameters of a DuckDB-dialect query replaced by literal values.
+
+    Spark SQL has no named parameters of this form; analyses pass their defaults this way.
+
+    >>> bind_literals("SELECT * FROM nodes WHERE $cluster = '' OR cluster = $cluster",
+    ...               {"cluster": "a"})
+    "SELECT * FROM nodes WHERE 'a' = '' OR cluster = 'a'"
+    """
+    return _bind(_parse(select_sql), values).sql("duckdb")
+
+
+def _bind(tree: exp.Expression, values: dict[str, object]) -> exp.Expression:
+    def rewrite(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Placeholder) and node.name in values:
+            value = values[node.name]
+            if isinstance(value, float) and value == float("inf"):
+                return exp.cast(exp.Literal.string("inf"), exp.DType.DOUBLE)
+            return cast(exp.Expression, exp.convert(value))
+        return node
+
+    return tree.transform(rewrite)
 
 
 def spark_columns(select_sql: str) -> dict[str, object]:

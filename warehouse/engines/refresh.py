@@ -58,6 +58,13 @@ def refresh_lake(
     return [refresh_one(engine, lake, d, full=full) for d in definitions]
 
 
+def describe_lake(done: LakeRefresh) -> str:
+    """One line for `wanka refresh --engine ...`."""
+    line = f"{done.name}: {done.mode}, {done.rows} rows, watermark {done.watermark}"
+    line += f", {done.seconds:.2f} s"
+    return f"{line} ({done.reason})" if done.reason else line
+
+
 def _ordered(definitions: list[layout.DynamicDefinition]) -> list[layout.DynamicDefinition]:
     """Sources before the dynamic tables reading them."""
     by_name, done, out = {d.name: d for d in definitions}, set(), []

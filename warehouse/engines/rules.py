@@ -51,6 +51,9 @@ def bucket_width_s(interval: exp.Expression) -> tuple[int, str] | None:
     >>> bucket_width_s(parse_one("INTERVAL '15 minutes'", read="duckdb"))
     (900, 'MINUTE')
     """
+    if isinstance(interval, exp.Cast) and interval.to.this == exp.DType.INTERVAL:
+        text = interval.this.name if isinstance(interval.this, exp.Literal) else ""
+        interval = exp.Interval(this=exp.Literal.string(text))
     if not isinstance(interval, exp.Interval):
         return None
     count, unit = interval.this, interval.args.get("unit")

@@ -69,6 +69,8 @@ def spark_session(
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if not remote and (master or "local").startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # PySpark 4.3 asks for pandas < 3 (wanka's Arrow UDFs do not use pandas) and for type hints
     # on Arrow UDFs (wanka's take *columns, and say their type explicitly)
     warnings.filterwarnings("ignore", message=".*pandas.*")
@@ -119,9 +121,9 @@ class SparkEngine(LakeEngine):
 
         return register_models(self.spark)
 
-    def sql(self, query: str) -> pa.Table:
+    def sql(self, query: str, values: dict[str, object] | None = None) -> pa.Table:
         """Translate (DuckDB → Spark, with wanka's rules) and run; rows as Arrow."""
-        return self.spark.sql(to_spark(query)).toArrow()
+        return self.spark.sql(to_spark(query, values)).toArrow()
 
     def sql_spark(self, query: str) -> Any:
         """The DataFrame of a DuckDB-dialect query, for work that stays in Spark."""
