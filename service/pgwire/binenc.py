@@ -104,6 +104,7 @@ def numeric_send(value: decimal.Decimal) -> bytes:
     assert isinstance(exponent, int)
     scale = max(-exponent, 0)
     digits = "".join(map(str, numerals)) + "0" * max(exponent, 0)
+    digits = digits.rjust(scale + 1, "0")  # 0.0010: '10' -> '00010'
     integer, fraction = (digits[: len(digits) - scale] or "0"), digits[len(digits) - scale :]
     integer = integer.lstrip("0")
     integer = "0" * (-len(integer) % 4) + integer
@@ -142,6 +143,9 @@ def _arrays(arr: pa.Array, element_oid: int) -> pa.Array:
             rows.append(None)
             continue
         chunk = items[offsets[i] - offsets[0] : offsets[i + 1] - offsets[0]]
+        if not chunk:  # PostgreSQL sends an empty array with no dimensions
+            rows.append(struct.pack("!iiI", 0, 0, element_oid))
+            continue
         has_null = any(v is None for v in chunk)
         body = [struct.pack("!iiiii", 1, has_null, element_oid, len(chunk), 1)]
         for v in chunk:

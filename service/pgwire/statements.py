@@ -38,7 +38,6 @@ _FETCH = re.compile(
     re.I | re.S,
 )
 _CLOSE = re.compile(r"^\s*close\s+(?P<name>\"(?:[^\"]|\"\")+\"|\w+)\s*;?\s*$", re.I)
-_COPY_FORMAT = re.compile(r"\bformat\s*[(=]?\s*'?(?P<format>csv|text|binary)", re.I)
 _COPY_HEADER = re.compile(r"\bheader\b(?!\s+(false|off|0)\b)", re.I)
 
 
@@ -236,8 +235,9 @@ def _copy(tree: exp.Expr, text: str) -> Copy | None:
     )
     if not to_stdout:
         return None
-    found = _COPY_FORMAT.search(text)
-    return Copy(found["format"].lower() if found else "text", bool(_COPY_HEADER.search(text)))
+    options = text[text.lower().rindex("stdout") + len("stdout") :]
+    found = re.search(r"\b(csv|binary|text)\b", options, re.I)  # FORMAT x, or old-style CSV
+    return Copy(found[1].lower() if found else "text", bool(_COPY_HEADER.search(options)))
 
 
 def _kind(tree: exp.Expr) -> str:

@@ -52,7 +52,14 @@ def encode_text(arr: pa.Array, oid: int) -> pa.Array:
 def _floats(arr: pa.Array, digits: int) -> pa.Array:
     """Shortest round-trip digits, exponent form outside [1e-4, 1e`digits`) like float8out."""
     text = arr.cast(pa.string())
-    odd = pc.match_substring_regex(text, "[eni]")  # exponents, inf, nan
+    magnitude = pc.abs(arr.cast(pa.float64()))
+    odd = pc.or_kleene(  # exponents, inf, nan, and where PostgreSQL switches to exponents
+        pc.match_substring_regex(text, "[eni]"),
+        pc.or_kleene(
+            pc.greater_equal(magnitude, 10.0**digits),
+            pc.and_kleene(pc.less(magnitude, 1e-4), pc.greater(magnitude, 0.0)),
+        ),
+    )
     if pc.any(odd).as_py():
         values = arr.to_pylist()
         fixed = [None if v is None else float_text(v, digits) for v in values]

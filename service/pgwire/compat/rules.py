@@ -102,6 +102,8 @@ def _rule(node: exp.Expr) -> exp.Expr:
         return _operator(node)
     if isinstance(node, exp.Collate):
         return node.this
+    if isinstance(node, exp.Div) and _integral(node.this) and _integral(node.expression):
+        return exp.IntDiv(this=node.this, expression=node.expression)
     if isinstance(node, exp.Func):
         return _function(node)
     if (
@@ -122,6 +124,24 @@ def _qualified_column(node: exp.Column) -> exp.Expr:
     elif schema == "public":
         node.set("db", exp.to_identifier("main"))
     return node
+
+
+_INTEGER_TYPES = {exp.DType.INT, exp.DType.BIGINT, exp.DType.SMALLINT, exp.DType.TINYINT}
+
+
+def _integral(node: exp.Expr) -> bool:
+    """Whether an operand is an integer by its syntax (PostgreSQL divides those exactly)."""
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    if isinstance(node, exp.Literal):
+        return not node.is_string and node.this.lstrip("-").isdigit()
+    if isinstance(node, exp.Cast):
+        return node.to.this in _INTEGER_TYPES
+    if isinstance(node, (exp.IntDiv, exp.Mod)):
+        return True
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        return _integral(node.this) and _integral(node.expression)
+    return False
 
 
 def _session_user() -> exp.Expr:
@@ -236,6 +256,10 @@ def _cast(node: exp.Cast) -> exp.Expr:
         return compat_call("format_type", [value, exp.null()])
     if name in _PLAIN_TYPES:
         return exp.cast(value, _PLAIN_TYPES[name], dialect="duckdb")
+    if name == "bytea" and isinstance(value, exp.Literal) and value.is_string:
+        text = value.this
+        if text.startswith("\\x"):  # PostgreSQL's hex format; DuckDB would read '\x00' + text
+            return exp.Anonymous(this="from_hex", expressions=[exp.Literal.string(text[2:])])
     if isinstance(target, exp.DataType) and target.this == exp.DType.USERDEFINED:
         try:  # pg_catalog.int2, pg_catalog.text[]: the type without its schema
             return exp.cast(value, exp.DataType.build(name, dialect="postgres"), dialect="duckdb")
@@ -258,6 +282,8 @@ def _qualified_type(node: exp.DataType) -> exp.Expr:
 def _type_name(target: exp.Expr) -> str | None:
     if isinstance(target, exp.ObjectIdentifier):
         return target.name.lower()
+    if isinstance(target, exp.DataType) and target.this in (exp.DType.VARBINARY, exp.DType.BINARY):
+        return "bytea"
     if isinstance(target, exp.DataType):
         kind = target.args.get("kind")
         if target.this == exp.DType.USERDEFINED and kind is not None:

@@ -10,6 +10,7 @@ import pytest
 
 from service.pgwire import Handle, start
 from service.session import Limits, Server
+from tests.service.pgwire import realpg
 from warehouse.security import users
 
 PASSWORD = "s3cret-pw"
@@ -69,3 +70,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     yield Served(server, handle, path)
     handle.stop()
     server.close()
+
+
+@pytest.fixture(scope="session")
+def real_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[realpg.RealPostgres]:
+    """A real PostgreSQL 15 beside the endpoint; skipped only where PostgreSQL is not installed."""
+    binaries = realpg.find_binaries()
+    if binaries is None:
+        pytest.skip("PostgreSQL server binaries (initdb, postgres) are not installed")
+    server = realpg.start(tmp_path_factory.mktemp("realpg"), binaries)
+    yield server
+    server.stop()

@@ -1,0 +1,108 @@
+"""psql (a subprocess, as people use it), psycopg2 and SQLAlchemy against the endpoint."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import psycopg2
+import pytest
+import sqlalchemy as sa
+
+from tests.service.pgwire.conftest import PASSWORD, Served
+
+needs_psql = pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
+
+
+def psql(served: Served, *commands: str, user: str = "reader") -> subprocess.CompletedProcess[str]:
+    args = ["psql", "-X", "-v", "ON_ERROR_STOP=1", served.dsn(user)]
+    for command in commands:
+        args += ["-c", command]
+    env = {**os.environ, "PGCONNECT_TIMEOUT": "10"}
+    return subprocess.run(args, capture_output=True, text=True, timeout=60, env=env)
+
+
+@needs_psql
+def test_psql_describe_commands(served: Served) -> None:
+    done = psql(served, r"\dt", r"\dn", r"\l", r"\d nodes", r"\d+ jobs", r"\dv", r"\df", r"\di")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "public | nodes" in out and "public | pg_types_probe" in out
+    assert 'Table "public.nodes"' in out and '"nodes_pkey" PRIMARY KEY, btree (host)' in out
+    assert "timestamp with time zone" in out and "text[]" in out
+    assert "wanka | wanka | UTF8" in out  # \l
+
+
+@needs_psql
+def test_psql_query_errors_and_copy(served: Served) -> None:
+    done = psql(served, "select i, t from pg_types_probe order by i limit 2")
+    assert done.returncode == 0 and "gpu001" in done.stdout and "(2 rows)" in done.stdout
+    refused = psql(served, "delete from nodes")
+    assert refused.returncode != 0 and "reader" in refused.stderr
+    copied = psql(served, r"\copy (select i, t from pg_types_probe order by i) to stdout csv")
+    assert copied.stdout.splitlines() == ["1,gpu001", "2,it's", ","]
+
+
+def test_psycopg2_client_side_parameters_and_named_cursor(served: Served) -> None:
+    with psycopg2.connect(served.dsn("writer")) as conn:
+        cur = conn.cursor()
+        cur.execute(
+            "select t, n from pg_types_probe where i = %s or t = %s order by i", (1, "it's")
+        )
+        assert [(t, str(n)) for t, n in cur.fetchall()] == [
+            ("gpu001", "12345.678"),
+            ("it's", "-0.500"),
+        ]
+        named = conn.cursor("scroll")
+        named.itersize = 100
+        named.execute("select range from range(1000)")
+        assert sum(1 for _ in named) == 1000
+        named.close()
+        cur.execute(
+            "select %s::timestamptz, %s::date, %s::float8",
+            ("2024-01-01 00:00:00+00", "2024-01-02", 0.5),
+        )
+        stamp, day, half = cur.fetchone()
+        assert stamp.isoformat() == "2024-01-01T00:00:00+00:00" and str(day) == "2024-01-02"
+        assert half == 0.5
+
+
+def test_psycopg2_rowcount_of_writes(served: Served) -> None:
+    with psycopg2.connect(served.dsn("admin")) as conn:
+        cur = conn.cursor()
+        cur.execute("create table if not exists written (n int)")
+        cur.execute("insert into written select range from range(5)")
+        assert cur.rowcount == 5
+        cur.execute("update written set n = n + 1 where n < 2")
+        assert cur.rowcount == 2
+        cur.execute("delete from written")
+        assert cur.rowcount == 5
+        cur.execute("drop table written")
+
+
+@pytest.mark.parametrize("driver", ["psycopg", "psycopg2"])
+def test_sqlalchemy_reflection_and_queries(served: Served, driver: str) -> None:
+    engine = sa.create_engine(served.url(driver, user="reader"))
+    try:
+        inspector = sa.inspect(engine)
+        assert {"public", "wanka"} <= set(inspector.get_schema_names())
+        assert {"jobs", "nodes", "gpu_metrics"} <= set(inspector.get_table_names())
+        columns = {c["name"]: c for c in inspector.get_columns("nodes")}
+        assert columns["host"]["nullable"] is False and str(columns["gpus"]["type"]) == "INTEGER"
+        assert inspector.get_pk_constraint("nodes")["constrained_columns"] == ["host"]
+        jobs = sa.Table("jobs", sa.MetaData(), autoload_with=engine)
+        assert isinstance(jobs.c.node_list.type, sa.ARRAY)
+        probe = sa.Table("pg_types_probe", sa.MetaData(), autoload_with=engine)
+        with engine.connect() as conn:
+            query = sa.select(probe.c.t).where(probe.c.i == sa.bindparam("i")).order_by(probe.c.t)
+            assert conn.execute(query, {"i": 1}).scalars().all() == ["gpu001"]
+            total = conn.execute(sa.select(sa.func.count()).select_from(probe)).scalar()
+            assert total == 3
+    finally:
+        engine.dispose()
+
+
+def test_password_is_required_even_for_loopback(served: Served) -> None:
+    with pytest.raises(psycopg2.OperationalError, match="password authentication failed"):
+        psycopg2.connect(served.dsn("admin", password=PASSWORD + "x"))

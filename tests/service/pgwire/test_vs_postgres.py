@@ -1,0 +1,95 @@
+"""The same queries against a real PostgreSQL 15 and the endpoint: identical wire bytes.
+
+For each query both servers must answer with the same column type OIDs and byte-for-byte the
+same values, in text and in binary format. Known differences are listed, not hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from tests.service.pgwire.conftest import Served
+from tests.service.pgwire.realpg import RealPostgres
+
+QUERIES = {
+    "integers": "select 1::int2, -2::int4, 9000000000::int8, null::int4",
+    "floats": "select 1.5::float4, 0.1::float8, 1e20::float8, 1.5e-7::float8, "
+    "123456789012.0::float8, 1e15::float8, 'NaN'::float8, 'Infinity'::float8, -0.0::float8, "
+    "100.0::float8, 0.0001::float8, 1234567.0::float4",
+    "numeric": "select 12345.678::numeric(10,3), -0.5::numeric(5,2), 0::numeric(4,1), "
+    "100::numeric(10,0), 0.001::numeric(6,4)",
+    "booleans": "select true, false, null::bool",
+    "text": "select 'text', 'it''s', 'tab\there', '', 'héllo ✓'",
+    "dates and times": "select date '2024-03-01', timestamp '2024-03-01 12:00:00.5', "
+    "timestamptz '2024-03-01 12:00:00+00', timestamp '1999-12-31 23:59:59.000001', "
+    "time '01:02:03.25', date '1970-01-01'",
+    "intervals": "select interval '1 day 2 hours', interval '1 year 2 months 3 days 04:05:06.789', "
+    "interval '-1 hour', interval '0 seconds', interval '14 months'",
+    "arrays": "select array[1,2,3], array['a b','c', null], array[1.5::float8, 2.5], "
+    "array[]::int[], array[true, false]",
+    "bytea": "select '\\x00ff10'::bytea, ''::bytea",
+    "uuid": "select 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid",
+    "arithmetic": "select 7 / 2, 7 % 3, 7.0 / 2, -7 / 2, 2 + 3 * 4",
+    "strings": "select upper('abc'), length('héllo'), substr('hello', 2, 3), 'a' || 'b', "
+    "replace('aXbX', 'X', '-'), lower('ÀB')",
+    "aggregates": "select count(*), sum(x), min(x), max(x) from generate_series(1, 10) as g(x)",
+    "case and coalesce": "select case when 1 > 0 then 'yes' else 'no' end, coalesce(null, 3), "
+    "nullif(2, 2), greatest(1, 5, 3)",
+    "set returning": "select x from generate_series(1, 3) as g(x) order by x desc",
+}
+#: answers PostgreSQL gives that wanka does not (yet); each is a known, documented gap
+KNOWN = {
+    ("uuid", 0): "DuckDB hands UUIDs to Arrow as text: type text (25), not uuid (2950)",
+    ("aggregates", 1): "sum(int) is numeric in PostgreSQL, hugeint->numeric(38,0) in DuckDB",
+    ("arithmetic", 2): "numeric / int is numeric in PostgreSQL, double in DuckDB",
+    ("strings", 1): "length() is int4 in PostgreSQL, bigint in DuckDB",
+    ("aggregates", 2): "generate_series(int, int) is int4 in PostgreSQL, bigint in DuckDB",
+    ("aggregates", 3): "generate_series(int, int) is int4 in PostgreSQL, bigint in DuckDB",
+    ("set returning", 0): "generate_series(int, int) is int4 in PostgreSQL, bigint in DuckDB",
+}
+
+
+@pytest.fixture(scope="module")
+def both(served: Served, real_postgres: RealPostgres) -> Iterator[tuple[psycopg.Connection, ...]]:
+    with (
+        psycopg.connect(real_postgres.dsn(), autocommit=True) as pg,
+        psycopg.connect(served.dsn("reader"), autocommit=True) as wanka,
+    ):
+        pg.execute("set timezone = 'UTC'")
+        yield pg, wanka
+
+
+def _wire(conn: psycopg.Connection, sql: str, binary: bool) -> list[tuple[int, list[bytes | None]]]:
+    with conn.cursor(binary=binary) as cur:
+        cur.execute(sql)
+        result = cur.pgresult
+        assert result is not None
+        return [
+            (result.ftype(c), [result.get_value(r, c) for r in range(result.ntuples)])
+            for c in range(result.nfields)
+        ]
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["text", "binary"])
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_same_bytes_as_postgresql(
+    both: tuple[psycopg.Connection, psycopg.Connection], name: str, binary: bool
+) -> None:
+    pg, wanka = both
+    expected = _wire(pg, QUERIES[name], binary)
+    found = _wire(wanka, QUERIES[name], binary)
+    assert len(found) == len(expected)
+    for column, (want, got) in enumerate(zip(expected, found, strict=True)):
+        if (name, column) in KNOWN:
+            continue
+        assert got == want, f"{name} column {column}: PostgreSQL {want}, wanka {got}"
+
+
+def test_known_gaps_are_still_gaps(both: tuple[psycopg.Connection, psycopg.Connection]) -> None:
+    """When a known difference disappears, the KNOWN list must shrink (no stale excuses)."""
+    pg, wanka = both
+    for name, column in KNOWN:
+        assert _wire(pg, QUERIES[name], False)[column] != _wire(wanka, QUERIES[name], False)[column]
