@@ -134,7 +134,10 @@ class Browser:
     """A headless Chromium process with its own profile folder, closed on exit."""
 
     def __enter__(self) -> Browser:
-        self._profile = tempfile.TemporaryDirectory(prefix="wanka-chromium-")
+        # Chromium may still flush its profile as it exits: leftovers are not an error.
+        self._profile = tempfile.TemporaryDirectory(
+            prefix="wanka-chromium-", ignore_cleanup_errors=True
+        )
         self._proc = subprocess.Popen(
             [chromium(), *FLAGS, f"--user-data-dir={self._profile.name}", "about:blank"],
             stdout=subprocess.DEVNULL,

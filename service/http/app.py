@@ -10,6 +10,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from service import web
 from service.http import routes_catalog, routes_ingest, routes_query
 from service.session import OutOfMemory, QueryCancelled, QueryTimeout, Server
 from warehouse.errors import UserError, WankaError
@@ -50,6 +51,7 @@ def create_app(server: Server, *, open_locally: bool = False, pgwire: bool = Fal
     app.state.pgwire = pgwire
     for router in (routes_query.router, routes_catalog.router, routes_ingest.router):
         app.include_router(router)
+    app.include_router(web.router)  # the browser face: /, /report, /v1/analyses
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     for cls in (WankaError, LookupError):

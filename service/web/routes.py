@@ -1,0 +1,89 @@
+"""Routes of the browser face. Thin: files from `static/`, the report, the shipped analyses.
+
+The page itself and its two assets need no credentials (they hold no data); everything that
+reads the warehouse takes the same Basic or Bearer credentials as the rest of `/v1`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.http.auth import current_user
+from service.http.models import Format, QueryRequest
+from service.http.routes_query import answer
+from service.session import Server
+from warehouse.analyses import all_analyses, analysis_named
+from warehouse.analyses.params import bind
+from warehouse.report import build_html
+from warehouse.security.users import User
+
+router = APIRouter(tags=["web"])
+STATIC = Path(__file__).parent / "static"
+ASSETS = {"app.js": "text/javascript", "app.css": "text/css"}
+
+
+class AnalysisRun(BaseModel):
+    """Parameter values as text (converted to each parameter's declared type), and a format."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    params: dict[str, str] = Field(default_factory=dict)
+    format: Format = "json"
+    max_rows: int | None = Field(default=None, ge=0, le=2**62)
+
+
+@router.get("/", include_in_schema=False)
+def index() -> FileResponse:
+    """The SQL workbench."""
+    return FileResponse(STATIC / "index.html", media_type="text/html")
+
+
+@router.get("/static/{name}", include_in_schema=False)
+def asset(name: str) -> FileResponse:
+    """The workbench's script and style (served from here: no CDN)."""
+    if name not in ASSETS:
+        raise HTTPException(404, f"no static file {name!r}")
+    return FileResponse(STATIC / name, media_type=ASSETS[name])
+
+
+@router.get("/report", response_class=HTMLResponse, summary="The visual report")
+def report(request: Request, user: Annotated[User, Depends(current_user)]) -> HTMLResponse:
+    """The shipped analyses as one self-contained HTML page with charts (`wanka report`)."""
+    server: Server = request.app.state.server
+    return HTMLResponse(server.with_cursor(build_html))
+
+
+@router.get("/v1/analyses", summary="The shipped analyses")
+def analyses(user: Annotated[User, Depends(current_user)]) -> list[dict[str, Any]]:
+    """Each analysis: name, one-line title, description, parameters with defaults, its SQL."""
+    return [
+        {
+            "name": a.name,
+            "title": a.title,
+            "about": a.about,
+            "params": [
+                {"name": p.name, "type": p.type, "default": str(p.default), "about": p.description}
+                for p in a.params
+            ],
+            "columns": [{"name": c.name, "about": c.description} for c in a.columns],
+            "sql": a.sql,
+        }
+        for a in all_analyses().values()
+    ]
+
+
+@router.post("/v1/analyses/{name}", summary="Run a shipped analysis")
+def run(
+    name: str, body: AnalysisRun, request: Request, user: Annotated[User, Depends(current_user)]
+) -> StreamingResponse:
+    """Run analysis `name` as the calling user, with its parameters given as text."""
+    analysis = analysis_named(name)
+    values = bind(analysis.params, body.params, name)
+    query = QueryRequest(sql=analysis.sql, params=values or None, format=body.format)
+    query.max_rows = body.max_rows
+    return answer(request.app.state.server, user, query)
