@@ -101,7 +101,10 @@ class Session:
         if self._last is not None:
             self._last.close()  # a result left unread would block the cursor
             self._last = None
-        policy.authorize(self.cursor, sql, self.user.role)
+        try:
+            policy.authorize(self.cursor, sql, self.user.role)
+        except duckdb.InterruptException as error:
+            raise self._translate(error) from None
         limit_s = min(timeout_s, self.timeout_s) if timeout_s else self.timeout_s
         cap = _lower(max_rows, self.max_rows)
         kind = policy.last_statement_type(self.cursor, sql)

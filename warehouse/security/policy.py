@@ -206,6 +206,8 @@ def check_select_tree(cur: duckdb.DuckDBPyConnection, sql: str, role: str) -> No
     try:
         raw = cur.execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchall()[0][0]
         tree = json.loads(raw)
+    except duckdb.InterruptException:
+        raise  # the caller was cancelled while checking: not a verdict on the SQL
     except (duckdb.Error, ValueError) as error:
         raise Refused(f"could not check this statement, so it is refused ({error})") from None
     if tree.get("error"):
