@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from tests.conftest import run_wanka
+
+pytestmark = pytest.mark.slow  # five CLI processes
 
 
 def test_user_add_list_and_token(db_path: Path) -> None:
