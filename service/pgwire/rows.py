@@ -21,7 +21,7 @@ BIN = pa.binary()
 Encoder = Callable[[pa.Array, int], pa.Array]
 
 #: rows per DataRow block; keeps every intermediate far below Arrow's 2 GiB binary offsets
-BLOCK_ROWS = 16_384
+BLOCK_ROWS = 65_536
 
 
 def encoders(formats: Sequence[int]) -> list[Encoder]:

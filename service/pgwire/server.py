@@ -25,6 +25,7 @@ from service.pgwire.startup import Rejected, authenticate, negotiate
 
 log = logging.getLogger("wanka.pgwire")
 R = TypeVar("R")
+WRITE_BUFFER_BYTES = 16 << 20
 
 
 class PgServer:
@@ -60,6 +61,8 @@ class PgServer:
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         session = None
         pid = 0
+        # a deep write buffer lets the next batch be encoded while the last one is on the wire
+        writer.transport.set_write_buffer_limits(high=WRITE_BUFFER_BYTES)
         try:
             hello = await negotiate(reader, writer, self.tls, self.cancel)
             secret = await authenticate(

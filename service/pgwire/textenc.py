@@ -50,20 +50,23 @@ def encode_text(arr: pa.Array, oid: int) -> pa.Array:
 
 
 def _floats(arr: pa.Array, digits: int) -> pa.Array:
-    """Shortest round-trip digits, exponent form outside [1e-4, 1e`digits`) like float8out."""
+    """Shortest round-trip digits, exponent form outside [1e-4, 1e`digits`) like float8out.
+
+    Arrow's own shortest formatting agrees with PostgreSQL for 1e-4 <= |x| < 1e10 (1e6 for
+    float4) and for zero; only the other values (rare in telemetry) are formatted in Python.
+    """
     text = arr.cast(pa.string())
     magnitude = pc.abs(arr.cast(pa.float64()))
-    odd = pc.or_kleene(  # exponents, inf, nan, and where PostgreSQL switches to exponents
-        pc.match_substring_regex(text, "[eni]"),
-        pc.or_kleene(
-            pc.greater_equal(magnitude, 10.0**digits),
-            pc.and_kleene(pc.less(magnitude, 1e-4), pc.greater(magnitude, 0.0)),
-        ),
+    upper = 1e10 if digits == 15 else 1e6
+    usual = pc.or_(
+        pc.and_(pc.greater_equal(magnitude, 1e-4), pc.less(magnitude, upper)),
+        pc.equal(magnitude, 0.0),
     )
+    odd = pc.invert(usual.fill_null(True))
     if pc.any(odd).as_py():
-        values = arr.to_pylist()
-        fixed = [None if v is None else float_text(v, digits) for v in values]
-        text = pc.if_else(odd, pa.array(fixed, pa.string()), text)
+        values = arr.filter(odd).to_pylist()
+        fixed = pa.array([float_text(v, digits) for v in values], pa.string())
+        text = pc.replace_with_mask(text, odd, fixed)
     return text.cast(BIN)
 
 
@@ -101,15 +104,22 @@ def _strip_fraction(text: pa.Array) -> pa.Array:
 
 
 def _timestamps(arr: pa.Array) -> pa.Array:
+    """ISO timestamps; whole seconds formatted by Arrow, fractions only where there are any."""
     arrow = arr.type
-    if arrow.unit != "us":
-        arr = arr.cast(pa.timestamp("us", arrow.tz))
-    if arrow.tz is None:
-        return _strip_fraction(arr.cast(pa.string())).cast(BIN)
-    # the session time zone is UTC: print the instant in UTC with PostgreSQL's "+00" suffix
-    naive = arr.cast(pa.int64()).cast(pa.timestamp("us"))
-    text = _strip_fraction(naive.cast(pa.string()))
-    return pc.binary_join_element_wise(text.cast(BIN), pa.scalar(b"+00", BIN), b"")
+    micros = arr.cast(pa.timestamp("us", arrow.tz)).cast(pa.int64())
+    values = micros.fill_null(0).to_numpy(zero_copy_only=False)
+    seconds, fraction = np.divmod(values, 1_000_000)
+    text = pa.array(seconds, pa.timestamp("s")).cast(pa.string()).cast(BIN)
+    parts = [text]
+    if fraction.any():
+        padded = pa.array(fraction + 1_000_000).cast(pa.string())  # 1500000 -> '500000'
+        digits = pc.utf8_rtrim(pc.utf8_slice_codeunits(padded, 1, 7), characters="0")
+        dotted = pc.binary_join_element_wise(".", digits, "")
+        parts.append(pc.if_else(pa.array(fraction != 0), dotted, "").cast(BIN))
+    if arrow.tz is not None:  # the session time zone is UTC: PostgreSQL prints "+00"
+        parts.append(pa.scalar(b"+00", BIN))
+    joined = pc.binary_join_element_wise(*parts, b"") if len(parts) > 1 else text
+    return pc.if_else(arr.is_valid(), joined, pa.scalar(None, BIN)) if arr.null_count else joined
 
 
 def _per_value(arr: pa.Array, oid: int) -> pa.Array:
