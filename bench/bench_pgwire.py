@@ -62,9 +62,18 @@ sys.stdin.read()
 def serve_wanka(folder: Path, rows: int) -> tuple[subprocess.Popen[str], int]:
     """wanka's pgwire over a fresh warehouse holding bench_rows, in a child process."""
     process = subprocess.Popen(
-        [sys.executable, "-c", SERVE, str(folder / "w.duckdb"), PASSWORD,
-         TABLE_SQL.format(rows=rows)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO,
+        [
+            sys.executable,
+            "-c",
+            SERVE,
+            str(folder / "w.duckdb"),
+            PASSWORD,
+            TABLE_SQL.format(rows=rows),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
     )
     assert process.stdout is not None
     return process, int(process.stdout.readline())
@@ -74,11 +83,14 @@ def load_postgres(dsn: str, wanka_dsn: str) -> None:
     """The same rows into PostgreSQL, copied out of wanka (COPY TO STDOUT -> COPY FROM STDIN)."""
     with psycopg.connect(dsn, autocommit=True) as pg, psycopg.connect(wanka_dsn) as wk:
         pg.execute("DROP TABLE IF EXISTS bench_rows")
-        pg.execute("CREATE TABLE bench_rows (id BIGINT, ts TIMESTAMPTZ, host TEXT, gpu INTEGER, "
-                   "value DOUBLE PRECISION)")
-        with wk.cursor().copy("COPY bench_rows TO STDOUT") as out, pg.cursor().copy(
-            "COPY bench_rows FROM STDIN"
-        ) as into:
+        pg.execute(
+            "CREATE TABLE bench_rows (id BIGINT, ts TIMESTAMPTZ, host TEXT, gpu INTEGER, "
+            "value DOUBLE PRECISION)"
+        )
+        with (
+            wk.cursor().copy("COPY bench_rows TO STDOUT") as out,
+            pg.cursor().copy("COPY bench_rows FROM STDIN") as into,
+        ):
             for chunk in out:
                 into.write(chunk)
         pg.execute("VACUUM ANALYZE bench_rows")
@@ -152,19 +164,24 @@ def main() -> None:
         child, port = serve_wanka(folder, args.rows)
         pg = realpg.start(folder / "pg", binaries)
         try:
-            wanka_dsn = (f"host=127.0.0.1 port={port} dbname=wanka user=bench "
-                         f"password={PASSWORD} sslmode=disable")
+            wanka_dsn = (
+                f"host=127.0.0.1 port={port} dbname=wanka user=bench "
+                f"password={PASSWORD} sslmode=disable"
+            )
             load_postgres(pg.dsn(), wanka_dsn)
             servers = {"wanka": wanka_dsn, "PostgreSQL": pg.dsn()}
             results: dict[str, dict[str, float]] = {name: {} for name in servers}
             for name, dsn in servers.items():
                 fetch_psycopg(dsn, False)  # warm caches once
                 results[name]["psycopg3 text rows/s"] = rows_per_s(
-                    lambda d=dsn: fetch_psycopg(d, False), args.repeats)
+                    lambda d=dsn: fetch_psycopg(d, False), args.repeats
+                )
                 results[name]["psycopg3 binary rows/s"] = rows_per_s(
-                    lambda d=dsn: fetch_psycopg(d, True), args.repeats)
+                    lambda d=dsn: fetch_psycopg(d, True), args.repeats
+                )
                 results[name]["psycopg2 rows/s"] = rows_per_s(
-                    lambda d=dsn: fetch_psycopg2(d), args.repeats)
+                    lambda d=dsn: fetch_psycopg2(d), args.repeats
+                )
                 p50, p95 = latencies_ms(dsn, args.clients, args.queries)
                 results[name][f"{args.clients} clients p50 ms"] = p50
                 results[name][f"{args.clients} clients p95 ms"] = p95

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from service.pgwire import arrays
 from service.pgwire import types as t
 
 BIN = pa.binary()
@@ -70,9 +71,10 @@ def encode_binary(arr: pa.Array, oid: int) -> pa.Array:
 
 def _fixed(arr: pa.Array, dtype: str) -> pa.Array:
     width = np.dtype(dtype).itemsize
-    filled = arr.cast(pa.uint8()) if pa.types.is_boolean(arr.type) else arr
-    filled = filled.fill_null(0) if arr.null_count else filled
-    data = filled.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+    if pa.types.is_boolean(arr.type):
+        data = arr.cast(pa.uint8()).fill_null(0).to_numpy(zero_copy_only=False).astype(dtype)
+    else:
+        data = arrays.values(arr, arr.type.to_pandas_dtype().__name__).astype(dtype)
     fixed = pa.Array.from_buffers(pa.binary(width), len(arr), [None, pa.py_buffer(data.tobytes())])
     out = fixed.cast(BIN)
     if arr.null_count:

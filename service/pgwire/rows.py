@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from service.pgwire import arrays
 from service.pgwire.binenc import encode_binary
 from service.pgwire.textenc import encode_text
 
@@ -54,7 +55,7 @@ def _block(block: pa.RecordBatch, oids: Sequence[int], coders: list[Encoder]) ->
     pieces: list[pa.Array] = []
     for column, oid, coder in zip(block.columns, oids, coders, strict=True):
         values = coder(column, oid)
-        lengths = pc.binary_length(values).fill_null(-1).to_numpy(zero_copy_only=False)
+        lengths = arrays.lengths(values)
         total += np.maximum(lengths, 0)
         pieces.append(_fixed_binary(lengths.astype(">i4"), 4))
         pieces.append(values)

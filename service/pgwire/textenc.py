@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from service.pgwire import arrays
 from service.pgwire import types as t
 
 BIN = pa.binary()
@@ -107,8 +108,7 @@ def _timestamps(arr: pa.Array) -> pa.Array:
     """ISO timestamps; whole seconds formatted by Arrow, fractions only where there are any."""
     arrow = arr.type
     micros = arr.cast(pa.timestamp("us", arrow.tz)).cast(pa.int64())
-    values = micros.fill_null(0).to_numpy(zero_copy_only=False)
-    seconds, fraction = np.divmod(values, 1_000_000)
+    seconds, fraction = np.divmod(arrays.values(micros, "int64"), 1_000_000)
     text = pa.array(seconds, pa.timestamp("s")).cast(pa.string()).cast(BIN)
     parts = [text]
     if fraction.any():
