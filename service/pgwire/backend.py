@@ -65,3 +65,10 @@ def compat_cursor(server: Any) -> Any:
         return own()
     engine = getattr(server, "engine", None)
     return engine.cursor() if engine is not None else None
+
+
+def local_admin(name: str) -> Any:
+    """The user a loopback client runs as while the server has no users."""
+    from warehouse.security.users import User
+
+    return User(name or "local", "admin")

@@ -11,6 +11,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import functools
+import ipaddress
 import logging
 import secrets
 import ssl
@@ -26,6 +27,10 @@ from service.pgwire.startup import Rejected, authenticate, negotiate
 log = logging.getLogger("wanka.pgwire")
 R = TypeVar("R")
 WRITE_BUFFER_BYTES = 16 << 20
+LOCAL_NOTICE = (
+    "no wanka users exist: local connections run as admin without a password until "
+    "`wanka user add` creates one"
+)
 
 
 class PgServer:
@@ -58,6 +63,17 @@ class PgServer:
         ):
             entry[1].interrupt()
 
+    async def _open_locally(self, writer: asyncio.StreamWriter) -> bool:
+        """Like HTTP: a server with no users lets loopback clients in as admin."""
+        peer = writer.get_extra_info("peername")
+        host = peer[0] if isinstance(peer, tuple) and peer else ""
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
+        any_users = getattr(self.server, "any_users", None)
+        return loopback and callable(any_users) and not await self.blocking(any_users)
+
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         session = None
         pid = 0
@@ -65,13 +81,17 @@ class PgServer:
         writer.transport.set_write_buffer_limits(high=WRITE_BUFFER_BYTES)
         try:
             hello = await negotiate(reader, writer, self.tls, self.cancel)
-            secret = await authenticate(
-                reader,
-                writer,
-                hello.user,
-                lambda name: self.blocking(backend.scram_secret, self.server, name),
-            )
-            user = backend.user_of(secret)
+            if await self._open_locally(writer):
+                user = backend.local_admin(hello.user)
+                writer.write(codec.authentication(0) + codec.notice_response("01000", LOCAL_NOTICE))
+            else:
+                secret = await authenticate(
+                    reader,
+                    writer,
+                    hello.user,
+                    lambda name: self.blocking(backend.scram_secret, self.server, name),
+                )
+                user = backend.user_of(secret)
             session = await self.blocking(self.server.session, user)
             with self._lock:
                 self._next_pid += 1

@@ -217,3 +217,59 @@ def test_statement_timeout_interrupts(conn: psycopg.Connection) -> None:
         conn.execute("select count(*) from range(10000000000) a, range(1000) b")
     conn.execute("reset statement_timeout")
     assert conn.execute("select 3").fetchone() == (3,)
+
+
+def test_no_users_means_local_admin_without_password(tmp_path) -> None:
+    from service.pgwire import start
+    from service.session import Server
+
+    server = Server(str(tmp_path / "empty.duckdb"))
+    handle = start(server, "127.0.0.1", 0)
+    try:
+        dsn = f"host=127.0.0.1 port={handle.port} dbname=wanka user=me sslmode=disable"
+        with psycopg.connect(dsn, autocommit=True) as c:
+            assert c.execute("select current_user").fetchone() == ("me",)
+            c.execute("create table made_here (n int)")  # admin
+    finally:
+        handle.stop()
+        server.close()
+
+
+def test_tls_when_the_server_has_a_certificate(tmp_path, served: Served) -> None:
+    import ssl
+    import subprocess
+
+    from service.pgwire import start
+
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    made = subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        capture_output=True,
+    )
+    if made.returncode != 0:
+        pytest.skip("openssl cannot make a test certificate here")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    handle = start(served.server, "127.0.0.1", 0, tls=context)
+    try:
+        dsn = served.dsn("reader").replace(f"port={served.port}", f"port={handle.port}")
+        with psycopg.connect(dsn.replace("sslmode=disable", "sslmode=require")) as c:
+            assert c.pgconn.ssl_in_use
+            assert c.execute("select 41 + 1").fetchone() == (42,)
+    finally:
+        handle.stop()
