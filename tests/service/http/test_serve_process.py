@@ -37,7 +37,7 @@ class Running:
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     db = str(Path(tmp_path_factory.mktemp("serve")) / "w.duckdb")
-    for name, role in (("ann", "reader"), ("wes", "writer")):
+    for name, role in (("ann", "reader"), ("wes", "writer"), ("ada", "admin")):
         added = run_wanka(
             "--db", db, "user", "add", name, "--role", role, "--password-stdin", input="pw\n"
         )
@@ -139,6 +139,38 @@ def test_readers_served_while_ingest_writes(running: Running) -> None:
     assert all(r.status_code == 200 for r in reads)
     assert done["ingest"].status_code == 200, done["ingest"].text
     assert done["ingest"].json()[0]["rows"] == {"nodes": 100_000}
+
+
+def test_readers_served_while_a_refresh_writes(running: Running) -> None:
+    created = httpx.post(
+        f"{running.url}/v1/query",
+        json={
+            "sql": "CREATE DYNAMIC TABLE hosts_by_gpus WITH (freshness = '1 hour') AS "
+            "SELECT gpus, count(*) AS hosts FROM nodes GROUP BY gpus"
+        },
+        auth=("ada", "pw"),
+        timeout=60,
+    )
+    assert created.status_code == 200, created.text
+    done: dict[str, httpx.Response] = {}
+
+    def refresh() -> None:
+        done["refresh"] = httpx.post(
+            f"{running.url}/v1/dynamic-tables/hosts_by_gpus/refresh?full=true",
+            auth=("wes", "pw"),
+            timeout=120,
+        )
+
+    writer = threading.Thread(target=refresh)
+    writer.start()
+    with httpx.Client(base_url=running.url, auth=("ann", "pw")) as client:
+        reads = [client.get("/v1/dynamic-tables") for _ in range(5)]
+        reads += [
+            client.post("/v1/query", json={"sql": "SELECT * FROM hosts_by_gpus"}) for _ in range(5)
+        ]
+    writer.join()
+    assert all(r.status_code == 200 for r in reads), [r.text for r in reads if r.status_code != 200]
+    assert done["refresh"].json()[0]["outcome"] == "refreshed", done["refresh"].text
 
 
 def test_non_loopback_bind_needs_users(tmp_path: Path) -> None:
