@@ -6,6 +6,8 @@ thread), so the event loop never blocks.
 
 from __future__ import annotations
 
+import asyncio
+from collections import deque
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -15,6 +17,7 @@ from sqlglot import exp
 from service.pgwire import codec, copyout, params
 from service.pgwire import types as t
 from service.pgwire.portal import Portal, Prepared
+from service.pgwire.rows import data_rows
 
 if TYPE_CHECKING:
     from service.pgwire.connection import Connection
@@ -179,14 +182,12 @@ async def send_rows(conn: Connection, portal: Portal, max_rows: int) -> None:
         portal.tag = f"FETCH {count}"
         portal.exhausted = True
         return
-    while True:
-        step = max_rows if max_rows > 0 else 65_536
-        buffers, _ = await conn.call(portal.fetch, step)
+    if max_rows > 0:
+        buffers, _ = await conn.call(portal.fetch, max_rows)
         for buffer in buffers:
             conn.writer.write(memoryview(buffer))
-        await conn.writer.drain()
-        if portal.exhausted or max_rows > 0:
-            break
+    else:
+        await _send_all(conn, portal)
     if portal.exhausted and conn.streaming is portal:
         conn.streaming = None
     if portal.exhausted:
@@ -196,6 +197,32 @@ async def send_rows(conn: Connection, portal: Portal, max_rows: int) -> None:
             or portal.statement.returns_rows
             else portal.tag
         )
+
+
+#: batches encoded at once while earlier ones are on the wire: the client mostly waits for bytes
+#: while a result arrives, so a second core encodes instead of idling
+ENCODE_AHEAD = 2
+
+
+async def _send_all(conn: Connection, portal: Portal) -> None:
+    """Every remaining row: batches read in order, encoded in parallel, written in order."""
+    formats = portal.column_formats()
+    ahead: deque[asyncio.Future[list[pa.Buffer]]] = deque()
+    exhausted = False
+    while True:
+        while not exhausted and len(ahead) < ENCODE_AHEAD:
+            batch = await conn.call(portal.next_batch)
+            if batch is None:
+                exhausted = True
+                break
+            portal.rows_sent += batch.num_rows
+            ahead.append(asyncio.ensure_future(conn.call(data_rows, batch, portal.oids, formats)))
+        if not ahead:
+            break
+        for buffer in await ahead.popleft():
+            conn.writer.write(memoryview(buffer))
+        await conn.writer.drain()
+    portal.exhausted = True
 
 
 def describe_statement(conn: Connection, prepared: Prepared) -> pa.Schema | None:

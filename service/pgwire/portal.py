@@ -96,6 +96,10 @@ class Portal:
         self.rows_sent += count
         return out, count
 
+    def next_batch(self) -> pa.RecordBatch | None:
+        """The next batch of the result (blocking), None at the end."""
+        return self._next_batch()
+
     def _next_batch(self) -> pa.RecordBatch | None:
         if self.pending:
             return self.pending.pop(0)
