@@ -96,11 +96,23 @@ def problems(tree: exp.Expression, text: str = "") -> list[str]:
             len({bool(o.args.get("desc")) for o in node.this.expressions}) > 1
         ):
             add("list(x ORDER BY a, b DESC): mixed directions are DuckDB-only: use one direction")
+        elif isinstance(node, exp.Select) and _unnest_joined_before(node):
+            add(
+                "FROM t, unnest(t.list) AS u(x) JOIN ... ON u.x: Spark applies the unnest (LATERAL "
+                "VIEW) after the joins: unnest in a subquery first, then join it"
+            )
         elif isinstance(node, exp.Anonymous):
             name = node.name.lower()
             if name in _NO_SPARK_FORM:
                 add(_NO_SPARK_FORM[name])
     return found
+
+
+def _unnest_joined_before(select: exp.Select) -> bool:
+    """An unnest in the FROM list with further joins after it (that may use its columns)."""
+    joins = select.args.get("joins") or []
+    places = [i for i, j in enumerate(joins) if isinstance(j.this, exp.Unnest)]
+    return bool(places) and places[0] < len(joins) - 1
 
 
 def add_bucket_problem(node: exp.DateBin, add: Callable[[str], None]) -> None:

@@ -115,15 +115,22 @@ def exact_percentiles(tree: exp.Expression) -> exp.Expression:
 def epochs(tree: exp.Expression) -> exp.Expression:
     """epoch(ts) keeps its fraction (UNIX_MICROS / 1e6); epoch_ms(ts) → UNIX_MILLIS(ts).
 
+    `epoch(b - a)` of two timestamps is the interval's seconds: the difference of their micros.
+
     `epoch_ms` of a number is the other direction (a timestamp) and stays as sqlglot renders it.
     """
 
     def rewrite(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.TimeToUnix):
-            return exp.Div(
-                this=_double(_fn("UNIX_MICROS", node.this)),
-                expression=_double(exp.Literal.number(1_000_000)),
-            )
+            inner = node.this.unnest()
+            if isinstance(inner, exp.Sub):  # epoch(b - a): the seconds of an interval
+                micros: exp.Expression = exp.Sub(
+                    this=_fn("UNIX_MICROS", inner.this),
+                    expression=_fn("UNIX_MICROS", inner.expression),
+                )
+            else:
+                micros = _fn("UNIX_MICROS", node.this)
+            return exp.Div(this=_double(micros), expression=_double(exp.Literal.number(1_000_000)))
         scale = node.text("scale") if isinstance(node, exp.UnixToTime) else ""
         if scale == "3" and not _numeric(node.this):
             return _fn("UNIX_MILLIS", node.this)

@@ -91,6 +91,9 @@ def time_window(query: str, time_series: frozenset[str]) -> TimeWindow | None:
 
 
 def _positional(tree: exp.Select, projection: exp.Expr) -> bool:
+    """Grouped by its position (GROUP BY 1) or by GROUP BY ALL (it holds no aggregate)."""
+    if tree.args["group"].args.get("all"):
+        return not projection.find(exp.AggFunc)
     position = tree.selects.index(projection) + 1
     return any(
         isinstance(g, exp.Literal) and g.name == str(position)
