@@ -126,8 +126,15 @@ class Session:
 
     def interrupt(self, why: WankaError | None = None) -> None:
         """Stop the statement running on this session now (any thread may call this)."""
+        if self._closed:
+            return
         self._why_interrupted = why or QueryCancelled("the query was cancelled")
-        self.cursor.interrupt()
+        with contextlib.suppress(duckdb.Error):  # closed by its owner in the meantime
+            self.cursor.interrupt()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def close(self) -> None:
         """Stop what runs and release the cursor."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -13,7 +14,7 @@ from fastapi.responses import StreamingResponse
 from service.http.auth import current_user
 from service.http.models import Error, Format, QueryRequest, QueryResponse
 from service.http.stream import MEDIA_TYPES, RENDERERS, first_batch
-from service.session import Server
+from service.session import Server, Session
 from warehouse.errors import UserError
 from warehouse.security.users import User
 
@@ -51,18 +52,46 @@ def answer(server: Server, user: User, query: QueryRequest) -> StreamingResponse
         )
         raise
 
-    def body() -> Iterator[bytes]:
+    def body() -> Generator[bytes]:
+        outcome = "client gone"
         try:
             yield from RENDERERS[query.format](result, first)
+            outcome = "ok"
+        except Exception:
+            outcome = "error"
+            raise
         finally:
             session.close()
             server.metrics.count(
-                "wanka_queries_total", "Queries answered.", face="http", format=query.format
+                "wanka_queries_total",
+                "Queries answered.",
+                face="http",
+                format=query.format,
+                outcome=outcome,
             )
             server.metrics.observe_query(time.perf_counter() - started, face="http")
 
     headers = {"X-Wanka-Statement": result.statement}
-    return StreamingResponse(body(), media_type=MEDIA_TYPES[query.format], headers=headers)
+    return SessionResponse(body(), session, media_type=MEDIA_TYPES[query.format], headers=headers)
+
+
+class SessionResponse(StreamingResponse):
+    """A streamed result that interrupts its query when the client goes away mid-stream."""
+
+    def __init__(self, content: Generator[bytes], session: Session, **options: Any) -> None:
+        super().__init__(content, **options)
+        self.session = session
+        self.content = content
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # no-ops once the last byte went out; otherwise DuckDB stops producing for nobody
+            # and the session is released now rather than whenever the generator is collected
+            self.session.interrupt()
+            with contextlib.suppress(ValueError):  # still running in a worker: it ends itself
+                self.content.close()
 
 
 def _kind(error: BaseException) -> str:

@@ -92,7 +92,7 @@ def test_metrics_count_queries_errors_and_ingest(served: Served) -> None:
         "/v1/ingest/inventory", content=b"host,gpus\nm1,8\n", auth=served.auth("writer")
     )
     text = served.client.get("/metrics").text
-    assert 'wanka_queries_total{face="http",format="json"}' in text
+    assert 'wanka_queries_total{face="http",format="json",outcome="ok"}' in text
     assert 'wanka_query_errors_total{error="Refused",face="http"}' in text
     assert "wanka_query_duration_seconds_bucket" in text
     assert 'wanka_ingest_rows_total{format="inventory",table="nodes"}' in text

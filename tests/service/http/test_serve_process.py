@@ -173,6 +173,19 @@ def test_readers_served_while_a_refresh_writes(running: Running) -> None:
     assert done["refresh"].json()[0]["outcome"] == "refreshed", done["refresh"].text
 
 
+def test_client_that_goes_releases_its_query(running: Running) -> None:
+    sql = "SELECT range, hash(range) AS h FROM range(3000000000)"
+    with httpx.stream(
+        "POST", f"{running.url}/v1/query", json={"sql": sql, "format": "ndjson"}, auth=("ann", "pw")
+    ) as response:
+        assert next(response.iter_bytes())  # the first rows arrived; now hang up
+    gone = 'format="ndjson",outcome="client gone"'
+    deadline = time.monotonic() + 30
+    while gone not in httpx.get(f"{running.url}/metrics").text:
+        assert time.monotonic() < deadline, "the abandoned query was never released"
+        time.sleep(0.05)  # polling for the server to notice, not timing anything
+
+
 def test_non_loopback_bind_needs_users(tmp_path: Path) -> None:
     result = run_wanka(
         "--db",
