@@ -93,6 +93,8 @@ def run_statement(conn: Connection, portal: Portal) -> None:
         _rowcount_from_count_column(portal)
         portal.schema = pa.schema([])
         return
+    if portal.statement.returns_rows and portal.statement.copy is None:
+        portal.prefetch()  # small results are then answered without another thread hop
     if not portal.exhausted:
         conn.streaming = portal
 
@@ -202,6 +204,7 @@ async def send_rows(conn: Connection, portal: Portal, max_rows: int) -> None:
 #: batches encoded at once while earlier ones are on the wire: the client mostly waits for bytes
 #: while a result arrives, so a second core encodes instead of idling
 ENCODE_AHEAD = 2
+INLINE_ROWS = 256
 
 
 async def _send_all(conn: Connection, portal: Portal) -> None:
@@ -211,12 +214,19 @@ async def _send_all(conn: Connection, portal: Portal) -> None:
     exhausted = False
     while True:
         while not exhausted and len(ahead) < ENCODE_AHEAD:
-            batch = await conn.call(portal.next_batch)
+            batch = portal.next_batch() if portal.ready() else await conn.call(portal.next_batch)
             if batch is None:
                 exhausted = True
                 break
             portal.rows_sent += batch.num_rows
-            ahead.append(asyncio.ensure_future(conn.call(data_rows, batch, portal.oids, formats)))
+            if batch.num_rows <= INLINE_ROWS:  # cheaper than a hop to a worker thread
+                done: asyncio.Future[list[pa.Buffer]] = asyncio.get_running_loop().create_future()
+                done.set_result(data_rows(batch, portal.oids, formats))
+                ahead.append(done)
+            else:
+                ahead.append(
+                    asyncio.ensure_future(conn.call(data_rows, batch, portal.oids, formats))
+                )
         if not ahead:
             break
         for buffer in await ahead.popleft():

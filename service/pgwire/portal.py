@@ -46,6 +46,7 @@ class Portal:
     exhausted: bool = False
     described: bool = False
     tag: str = ""
+    reader_done: bool = False  # DuckDB's stream is finished; `pending` may still hold rows
     source: Portal | None = None  # FETCH: the cursor's portal
     fetch_count: int = 0
 
@@ -96,6 +97,23 @@ class Portal:
         self.rows_sent += count
         return out, count
 
+    def prefetch(self) -> None:
+        """Read the first batch, and whether it is the last, while the statement's thread runs."""
+        if self.pending or self.exhausted:
+            return
+        self._peek()
+        if self.pending and not self.exhausted:
+            first = self.pending.pop(0)
+            self._peek()
+            self.pending.insert(0, first)
+        if self.exhausted and self.pending:  # rows remain to send: only the reader is done
+            self.exhausted = False
+            self.reader_done = True
+
+    def ready(self) -> bool:
+        """Whether `next_batch` answers without touching DuckDB."""
+        return bool(self.pending) or self.exhausted or self.reader_done or self.result is None
+
     def next_batch(self) -> pa.RecordBatch | None:
         """The next batch of the result (blocking), None at the end."""
         return self._next_batch()
@@ -103,7 +121,7 @@ class Portal:
     def _next_batch(self) -> pa.RecordBatch | None:
         if self.pending:
             return self.pending.pop(0)
-        if self.result is None or self.exhausted:
+        if self.result is None or self.exhausted or self.reader_done:
             return None
         try:
             batch = self.result.reader.read_next_batch()
