@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
-from fastapi.responses import FileResponse, HTMLResponse, StreamingResponse
+from fastapi.responses import FileResponse, HTMLResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.http.auth import current_user
@@ -41,6 +41,12 @@ class AnalysisRun(BaseModel):
 def index() -> FileResponse:
     """The SQL workbench."""
     return FileResponse(STATIC / "index.html", media_type="text/html")
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+def favicon() -> Response:
+    """No icon: an empty answer rather than a 404 in every browser console."""
+    return Response(status_code=204)
 
 
 @router.get("/static/{name}", include_in_schema=False)

@@ -58,6 +58,7 @@ def build_html(cur: duckdb.DuckDBPyConnection) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="icon" href="data:,">'
         f"<title>wanka report</title><style>{_STYLE}</style></head><body>"
         "<h1>wanka: what the cluster says</h1>"
         f'<p class="note">Generated {made} in {seconds:.1f} s from the shipped analyses '
