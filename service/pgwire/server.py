@@ -93,6 +93,8 @@ class PgServer:
                 )
                 user = backend.user_of(secret)
             session = await self.blocking(self.server.session, user)
+            if hasattr(session, "max_rows"):
+                session.max_rows = None  # row caps are for HTTP; time and memory limits stay
             with self._lock:
                 self._next_pid += 1
                 pid = self._next_pid

@@ -20,6 +20,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
 
 from service.pgwire import compat
+from service.pgwire.compat.names import name_columns
 from service.pgwire.settings import SessionCommand, session_command
 
 _TRANSACTION = re.compile(
@@ -172,7 +173,7 @@ def classify(text: str) -> Statement:
     copy = _copy(tree, text)
     if copy is not None:
         tree = tree.this if isinstance(tree.this, exp.Query) else exp.select("*").from_(tree.this)
-    tree = compat.rewrite(tree)
+    tree = compat.rewrite(name_columns(tree))
     params = {
         int(p.this.this)
         for p in tree.find_all(exp.Parameter)
