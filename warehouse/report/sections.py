@@ -92,6 +92,27 @@ def checkpoint(df: pl.DataFrame) -> str | None:
     )
 
 
+def what_if(df: pl.DataFrame) -> str | None:
+    big = df.filter(pl.col("params_b") == 70)
+    if big.is_empty():
+        return None
+    labels = [
+        f"{int(r['storage_nic_count'])}x{r['storage_nic_gbps']:g}G {r['bond_mode']}"
+        for r in big.iter_rows(named=True)
+    ]
+    return charts.bars(
+        labels,
+        {
+            "synchronous, one flow": big["sync_one_flow_s"].to_list(),
+            "synchronous, a flow per link": big["sync_all_links_s"].to_list(),
+            "two-stage async": big["async_stall_s"].to_list(),
+        },
+        "A 70B checkpoint (980 GB) from one node: seconds training is blocked",
+        "seconds (log)",
+        log=True,
+    )
+
+
 def allocation(df: pl.DataFrame) -> str | None:
     known = df.filter(pl.col("peak_alloc_pct").is_not_null())
     if known.is_empty():
@@ -245,6 +266,7 @@ def duty(df: pl.DataFrame) -> str | None:
 SECTIONS: tuple[Section, ...] = (
     Section("Interconnect", "interconnect_balance", nic_vs_slot, rows=8),
     Section("Interconnect", "interconnect_balance", interconnect, rows=0),
+    Section("Checkpointing", "checkpoint_what_if", what_if, rows=7),
     Section("Checkpointing", "checkpoint_cost", checkpoint),
     Section("Scheduling", "gpu_allocation", allocation, {"cluster": ""}, rows=0),
     Section(

@@ -95,6 +95,7 @@ async function run() {
   try {
     const sql = $("sql").value;
     const chosen = state.chosen;
+    if (chosen && sql !== chosen.sql) choose("");  // edited: plain SQL now, no parameters
     let data;
     if (chosen && sql === chosen.sql) {
       const params = {};
@@ -120,6 +121,7 @@ function choose(name) {
   state.chosen = a;
   $("params").replaceChildren();
   $("about").textContent = a ? a.title : "";
+  $("examples").value = a ? a.name : "";
   if (!a) return;
   $("sql").value = a.sql;
   for (const p of a.params) {

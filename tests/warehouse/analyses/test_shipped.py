@@ -13,6 +13,7 @@ NAMES = sorted(all_analyses())
 REQUIRED = {
     "interconnect_balance",
     "checkpoint_cost",
+    "checkpoint_what_if",
     "queue_wait",
     "gpu_allocation",
     "gpu_utilisation",
@@ -102,3 +103,23 @@ def test_cold_starts_of_the_alibaba_trace_are_far_from_200_ms(demo_engine: Engin
     # The published trace: 7,531 loads, the fastest 1,329 ms, the median 22.7 s.
     assert (row["loads"], row["under_target_pct"]) == (7531, 0.0)
     assert row["p50_ms"] == 22718 and row["p50_over_target"] > 100
+
+
+def test_checkpoint_what_if_tells_the_70b_story(demo_engine: Engine) -> None:
+    """980 GB through one 25 GbE flow (802.3ad keeps a flow on one link): 313.6 s blocked;
+    two-stage async on 8 GPUs at 25 GB/s device-to-host: 4.9 s."""
+    cur = demo_engine.cursor()
+    try:
+        rows = run_analysis_table(cur, "checkpoint_what_if").to_pylist()
+    finally:
+        cur.close()
+    slow = [r for r in rows if r["params_b"] == 70 and r["one_flow_gbs"] == 3.125]
+    assert slow, rows
+    for row in slow:
+        assert (row["checkpoint_gb"], row["sync_one_flow_s"], row["async_stall_s"]) == (
+            980,
+            313.6,
+            4.9,
+        )
+        if row["bond_mode"] == "802.3ad" and row["storage_nic_count"] == 2:
+            assert row["sync_all_links_s"] == 156.8  # two flows use both links
