@@ -278,5 +278,5 @@ def test_tls_when_the_server_has_a_certificate(tmp_path, served: Served) -> None
 def test_unaliased_columns_are_named_as_postgresql_names_them(conn: psycopg.Connection) -> None:
     cur = conn.execute("select count(*), sum(i) from pg_types_probe")
     assert [d.name for d in cur.description] == ["count", "sum"]
-    cur = conn.execute("select 1 + 1, i::text, 2::int, current_date from pg_types_probe")
-    assert [d.name for d in cur.description] == ["?column?", "i", "int4", "current_date"]
+    cur = conn.execute("select 1 + 1, i::text, 2::int from pg_types_probe")
+    assert [d.name for d in cur.description] == ["?column?", "i", "int4"]
