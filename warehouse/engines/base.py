@@ -98,6 +98,16 @@ class LakeEngine(ABC):
             options["schema_mode"] = None if predicate else "overwrite"
         write_deltalake(str(target.path), rows, **options)
 
+    def append(self, target: LakeTable, query: str, *, watermark: int) -> int:
+        """Append the rows of `query` to `target` in one commit; returns the rows appended.
+
+        This default computes the rows here and commits them from Arrow; an engine whose tasks
+        write files (Spark) overrides it so that a large append never passes through one process.
+        """
+        rows = self.sql(query)
+        self.commit(target, rows.cast(target.schema()), mode="append", watermark=watermark)
+        return rows.num_rows
+
     def close(self) -> None:  # noqa: B027 - most engines hold nothing to release
         """Release what the engine holds (connections, sessions)."""
 

@@ -10,6 +10,8 @@ commit that made it:
   rows fall in are recomputed from the files of those days only (partition pruning by the Delta
   log's statistics) and replace exactly those buckets' rows (`overwrite` with a predicate) —
   proportional to the new data, and idempotent (re-running it rewrites the same buckets);
+- a filter/projection of one table that only grew → `append`: the query over the files added
+  since the watermark, appended (on Spark: files written by its tasks, one delta-rs commit);
 - anything else (a MERGE or rewrite of a source, a changed dimension, a query without a time
   bucket, `--full`) → `full`: the whole table recomputed and overwritten, with the reason.
 
@@ -23,6 +25,9 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
 
 from warehouse.engines.base import LakeEngine
 from warehouse.engines.portable import portability_problems
@@ -99,8 +104,15 @@ def refresh_one(
     high = max([s.watermark() for s in sources.values()] + [0])
     if target.exists and high <= mark and not full:
         return LakeRefresh(d.name, "unchanged", 0, mark, None, time.perf_counter() - started)
+    if appends_only(d.query) and len(sources) == 1:
+        [(fact_name, facts)] = sources.items()
+        reason = _full_reason(target, sources, fact_name, mark, full)
+        if reason is None:
+            rows = _refresh_append(engine, target, fact_name, facts, d.query, mark, high)
+            seconds = time.perf_counter() - started
+            return LakeRefresh(d.name, "append", rows, high, None, seconds)
     window = time_window(d.query, _time_series(sources))
-    reason = _full_reason(target, sources, window, mark, full)
+    reason = _full_reason(target, sources, window.table if window else None, mark, full)
     if reason is None and window is not None:
         rows = _refresh_window(engine, lake, target, sources[window.table], window, mark, high)
         seconds = time.perf_counter() - started
@@ -117,16 +129,20 @@ def _time_series(sources: dict[str, LakeTable]) -> frozenset[str]:
 def _full_reason(
     target: LakeTable,
     sources: dict[str, LakeTable],
-    window: TimeWindow | None,
+    growing: str | None,
     mark: int,
     full: bool,
 ) -> str | None:
-    """Why this refresh recomputes the whole table; None when a window refresh is exact."""
+    """Why this refresh recomputes the whole table; None when an incremental one is exact.
+
+    `growing` is the one source whose appends the incremental refresh reads (the time series
+    of a window, the table of an append); any other change means a full recompute.
+    """
     if full:
         return "--full was asked for"
     if not target.exists or mark < 0:
         return "first refresh in the lake"
-    if window is None:
+    if growing is None:
         return "no time bucket of a time series among its groups"
     for name, table in sources.items():
         commits = table.commits_since(mark)
@@ -134,9 +150,49 @@ def _full_reason(
         if rewrites:
             op = rewrites[0].get("wanka.operation")
             return f"source {name} was changed by {op}, not only appended to"
-        if commits and name != window.table:
-            return f"source {name} (not the time series {window.table}) changed"
+        if commits and name != growing:
+            return f"source {name} (not the time series {growing}) changed"
     return None
+
+
+def appends_only(query: str) -> bool:
+    """A filter/projection of one table: its new rows are the query over the new rows.
+
+    >>> appends_only("SELECT ts, host FROM gpu_metrics WHERE value > 80")
+    True
+    >>> appends_only("SELECT host, count(*) FROM gpu_metrics GROUP BY host")
+    False
+    """
+    tree = sqlglot.parse_one(query, read="duckdb")
+    if not isinstance(tree, exp.Select) or tree.args.get("joins"):
+        return False
+    blocked = ("group", "having", "limit", "order", "distinct", "qualify", "with")
+    if any(tree.args.get(k) for k in blocked):
+        return False
+    return not any(tree.find(kind) for kind in (exp.AggFunc, exp.Window, exp.Subquery))
+
+
+def _refresh_append(
+    engine: LakeEngine,
+    target: LakeTable,
+    name: str,
+    facts: LakeTable,
+    query: str,
+    mark: int,
+    high: int,
+) -> int:
+    """The query over the source's files added since `mark`, appended in one commit.
+
+    Only appends reached the source since `mark` (else the refresh is full), and every append
+    writes new files, so the files whose largest batch id is above `mark` hold exactly the
+    new rows.
+    """
+    new = [f.uri for f in facts.file_stats() if (f.max_batch_id or -1) > mark]
+    engine.register_table(name, facts, files=new)
+    try:
+        return engine.append(target, query, watermark=high)
+    finally:
+        engine.register_table(name, facts)
 
 
 def _refresh_window(

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from warehouse.engines.base import Capabilities, LakeEngine
 from warehouse.engines.portable import to_spark
+from warehouse.engines.spark_files import append_task_files
 from warehouse.lake.delta import PARTITION_COLUMN, LakeTable
 
 #: Session settings every wanka Spark session gets (see the module docstring).
@@ -32,6 +33,8 @@ SETTINGS: dict[str, str] = {
     "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
     "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
     "spark.sql.caseSensitive": "false",
+    # files Spark's tasks write into a Delta table: microsecond UTC timestamps, as delta-rs's
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
 #: Settings for a local session only: small shuffles, no UI, a bounded driver.
 LOCAL_SETTINGS: dict[str, str] = {
@@ -136,6 +139,15 @@ class SparkEngine(LakeEngine):
     def sql_spark(self, query: str) -> Any:
         """The DataFrame of a DuckDB-dialect query, for work that stays in Spark."""
         return self.spark.sql(to_spark(query))
+
+    def append(self, target: LakeTable, query: str, *, watermark: int) -> int:
+        """Large appends: Spark's tasks write the Parquet files, one delta-rs commit adds them.
+
+        The rows never pass through the driver: each task writes its files into a staging
+        folder inside the table, the files move next to the table's others, and one Delta
+        commit (with the watermark) makes them visible — or none of them, if anything failed.
+        """
+        return append_task_files(self.sql_spark(query), target, watermark)
 
     def close(self) -> None:
         """Leave the session running: it is shared (tests, a long-lived cluster driver)."""

@@ -158,7 +158,7 @@ def _export_dynamic(
     mark = target.watermark()
     if target.exists and definition.watermark <= mark:
         return Exported(definition.name, "unchanged", 0, mark)
-    query = layout.select_rows(cur, definition.name)
+    query = layout.select_rows(cur, definition.name, partitioned=False)
     rows = _write(
         cur, target, query, "overwrite", definition.watermark, "overwrite", engine="duckdb"
     )

@@ -73,13 +73,19 @@ def is_partitioned(cur: duckdb.DuckDBPyConnection, table: str) -> bool:
     return ("ts", "TIMESTAMP WITH TIME ZONE") in _columns(cur, table)
 
 
-def select_rows(cur: duckdb.DuckDBPyConnection, table: str, where: str | None = None) -> str:
+def select_rows(
+    cur: duckdb.DuckDBPyConnection,
+    table: str,
+    where: str | None = None,
+    *,
+    partitioned: bool = True,
+) -> str:
     """SELECT of `table`'s columns as the lake stores them (JSON as text, + ts_day)."""
     items = [
         f"CAST({_ident(c)} AS VARCHAR) AS {_ident(c)}" if t == "JSON" else _ident(c)
         for c, t in _columns(cur, table)
     ]
-    if is_partitioned(cur, table):
+    if partitioned and is_partitioned(cur, table):
         items.append(f"CAST(ts AS DATE) AS {PARTITION_COLUMN}")
     sql = f"SELECT {', '.join(items)} FROM main.{_ident(table)}"
     return f"{sql} WHERE {where}" if where else sql

@@ -13,6 +13,7 @@ from warehouse.engines.refresh import refresh_lake
 from warehouse.engines.window import time_window
 from warehouse.lake.export import export_lake
 from warehouse.lake.layout import read_definitions
+from warehouse.query import execute
 
 SERIES = frozenset({"gpu_metrics"})
 
@@ -31,6 +32,20 @@ def test_time_window_of_a_bucketed_group_by() -> None:
     assert (lo.hour, hi.hour) == (5, 7)
     restricted = window.restrict(hourly, lo, hi)
     assert "ts >= CAST('2026-01-01T05:00:00+00:00' AS TIMESTAMPTZ)" in restricted
+
+
+HOT = (
+    "CREATE DYNAMIC TABLE hot_samples WITH (freshness = '5 minutes') AS "
+    "SELECT ts, host, gpu, value AS temp_c FROM gpu_metrics "
+    "WHERE metric = 'DCGM_FI_DEV_GPU_TEMP' AND value > 40"
+)
+
+
+def add_append_table(engine: Engine) -> None:
+    """A filter/projection dynamic table (the planner's 'append' shape)."""
+    cur = engine.cursor()
+    execute(cur, HOT).read_all()
+    cur.close()
 
 
 def append_telemetry(engine: Engine, hours: int) -> None:
@@ -57,10 +72,12 @@ def test_appends_refresh_their_windows_and_a_rerun_does_nothing(
     lake = tmp_path / "lake"
     engine = DuckLakeEngine()
     with Engine(str(warehouse)) as db:
+        add_append_table(db)
         export_lake(db, lake)
         append_telemetry(db, 3)
         export_lake(db, lake)
     done = {r.name: r for r in refresh_lake(engine, lake)}
+    assert done["hot_samples"].mode == "append" and done["hot_samples"].rows > 0
     assert done["gpu_hourly_host"].mode == "window"
     assert done["xid_errors_by_model"].mode == "window"
     assert done["energy_cluster_daily"].mode == "window"

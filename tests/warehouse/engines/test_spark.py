@@ -12,6 +12,7 @@ import pytest
 
 from tests.udfs.test_calibration import FIGURES
 from tests.warehouse.engines.conftest import rows
+from tests.warehouse.engines.test_lake_refresh import add_append_table
 from warehouse.analyses import all_analyses
 from warehouse.analyses.params import bind
 from warehouse.engine import Engine
@@ -111,6 +112,7 @@ def test_refresh_on_spark_is_incremental_and_equals_the_definition(
 ) -> None:
     lake = tmp_path / "lake"
     with Engine(str(warehouse)) as db:
+        add_append_table(db)
         export_lake(db, lake)
         cur = db.cursor()
         cur.execute(
@@ -122,6 +124,8 @@ def test_refresh_on_spark_is_incremental_and_equals_the_definition(
         export_lake(db, lake)
     done = {r.name: r for r in refresh_lake(SparkEngine(spark), lake)}
     assert {done[n].mode for n in ("gpu_hourly_host", "xid_errors_by_model")} == {"window"}
+    assert done["hot_samples"].mode == "append"  # files written by Spark's tasks, one commit
+    assert done["hot_samples"].rows > 0
     reader = DuckLakeEngine()
     reader.register_lake(lake)
     for d in read_definitions(lake):
