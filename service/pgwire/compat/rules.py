@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from service.pgwire.compat.objects import COMPAT_SCHEMA, macro_names, view
+from service.pgwire.compat import casts
+from service.pgwire.compat.objects import macro_names, view
 from service.pgwire.settings import DEFAULTS, SERVER_VERSION
 
 VERSION = (
@@ -40,31 +41,6 @@ _RENAMED = {
     "json_agg": "json_group_array",
     "jsonb_agg": "json_group_array",
 }
-_PLAIN_TYPES = {
-    "name": "VARCHAR",
-    "char": "VARCHAR",
-    "bpchar": "VARCHAR",
-    "text": "VARCHAR",
-    "oid": "BIGINT",
-    "xid": "BIGINT",
-    "int2vector": "SMALLINT[]",
-    "oidvector": "BIGINT[]",
-    "pg_node_tree": "VARCHAR",
-    "aclitem": "VARCHAR",
-    "regproc": "VARCHAR",
-    "regprocedure": "VARCHAR",
-    "regoper": "VARCHAR",
-    "regnamespace": "VARCHAR",
-    "regrole": "VARCHAR",
-    "regconfig": "VARCHAR",
-    "anyarray": "VARCHAR[]",
-    "cstring": "VARCHAR",
-    "information_schema.sql_identifier": "VARCHAR",
-    "sql_identifier": "VARCHAR",
-    "cardinal_number": "INTEGER",
-    "character_data": "VARCHAR",
-    "yes_or_no": "VARCHAR",
-}
 
 
 def rewrite(tree: exp.Expr) -> exp.Expr:
@@ -80,24 +56,17 @@ def rewrite(tree: exp.Expr) -> exp.Expr:
     return root
 
 
-def compat_call(name: str, args: list[exp.Expr]) -> exp.Expr:
-    """`memory.pg_compat.name(args)`."""
-    call = exp.Anonymous(this=name, expressions=args)
-    prefix = exp.Dot(this=exp.to_identifier("memory"), expression=exp.to_identifier(COMPAT_SCHEMA))
-    return exp.Dot(this=prefix, expression=call)
-
-
 def _rule(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Table):
         return _table(node)
     if isinstance(node, exp.Dot) and not isinstance(node.expression, exp.Identifier):
         return _qualified_call(node)
     if isinstance(node, exp.Cast):
-        return _cast(node)
+        return casts.cast(node)
     if isinstance(node, exp.Column) and node.args.get("db") is not None:
         return _qualified_column(node)
     if isinstance(node, exp.DataType) and node.this == exp.DType.USERDEFINED:
-        return _qualified_type(node)
+        return casts.qualified_type(node)
     if isinstance(node, exp.Operator):
         return _operator(node)
     if isinstance(node, exp.Collate):
@@ -213,7 +182,7 @@ def _function(node: exp.Func) -> exp.Expr:
     if isinstance(node, exp.CurrentSchema):
         return exp.Literal.string("public")
     if isinstance(node, exp.CurrentSchemas):
-        return compat_call("current_schemas", [node.this])
+        return casts.compat_call("current_schemas", [node.this])
     name = node.name.lower() if isinstance(node, exp.Anonymous) else node.sql_name().lower()
     args = (
         list(node.expressions) if isinstance(node, exp.Anonymous) else list(node.iter_expressions())
@@ -231,67 +200,10 @@ def _function(node: exp.Func) -> exp.Expr:
     if name in _RENAMED and isinstance(node, exp.Anonymous):
         return exp.Anonymous(this=_RENAMED[name], expressions=args)
     if isinstance(node, exp.Anonymous) and name in macro_names():
-        return compat_call(name, args)
+        return casts.compat_call(name, args)
     if name in ("array_upper", "array_lower", "array_ndims") and isinstance(node, exp.Anonymous):
-        return compat_call(name, args)
+        return casts.compat_call(name, args)
     return node
-
-
-def _cast(node: exp.Cast) -> exp.Expr:
-    target = node.to
-    name = _type_name(target)
-    if name is None:
-        return node
-    value = node.this
-    named = isinstance(value, exp.Parameter) or (
-        isinstance(value, exp.Literal) and value.is_string
-    )  # a name to look up; anything else is an oid to print
-    if name == "regclass":
-        if named:
-            return compat_call("regclass_oid", [value])
-        return compat_call("regclass_name", [value])
-    if name == "regtype":
-        if named:
-            return compat_call("regtype_oid", [value])
-        return compat_call("format_type", [value, exp.null()])
-    if name in _PLAIN_TYPES:
-        return exp.cast(value, _PLAIN_TYPES[name], dialect="duckdb")
-    if name == "bytea" and isinstance(value, exp.Literal) and value.is_string:
-        text = value.this
-        if text.startswith("\\x"):  # PostgreSQL's hex format; DuckDB would read '\x00' + text
-            return exp.Anonymous(this="from_hex", expressions=[exp.Literal.string(text[2:])])
-    if isinstance(target, exp.DataType) and target.this == exp.DType.USERDEFINED:
-        try:  # pg_catalog.int2, pg_catalog.text[]: the type without its schema
-            return exp.cast(value, exp.DataType.build(name, dialect="postgres"), dialect="duckdb")
-        except Exception:
-            return node
-    return node
-
-
-def _qualified_type(node: exp.DataType) -> exp.Expr:
-    """`pg_catalog.int2` inside `int2[]`: the type without its schema."""
-    name = _type_name(node)
-    if name is None or name in _PLAIN_TYPES or name in ("regclass", "regtype"):
-        return node
-    try:
-        return exp.DataType.build(name, dialect="postgres")
-    except Exception:
-        return node
-
-
-def _type_name(target: exp.Expr) -> str | None:
-    if isinstance(target, exp.ObjectIdentifier):
-        return target.name.lower()
-    if isinstance(target, exp.DataType) and target.this in (exp.DType.VARBINARY, exp.DType.BINARY):
-        return "bytea"
-    if isinstance(target, exp.DataType):
-        kind = target.args.get("kind")
-        if target.this == exp.DType.USERDEFINED and kind is not None:
-            text = kind.sql().replace('"', "").lower()
-            return text.removeprefix("pg_catalog.")
-        if target.this == exp.DType.NAME:
-            return "name"
-    return None
 
 
 def _operator(node: exp.Operator) -> exp.Expr:
