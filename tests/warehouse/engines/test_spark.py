@@ -23,7 +23,8 @@ from warehouse.engines.spark import SparkEngine
 from warehouse.lake.export import export_lake
 from warehouse.lake.layout import read_definitions
 
-pytestmark = pytest.mark.slow
+# one worker runs them all: one Spark session per run, not one per xdist worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
 
 #: Analyses known not to run the same on Spark, with the construct that keeps them DuckDB-only.
 DUCKDB_ONLY = {
