@@ -33,4 +33,4 @@ def report(ctx: click.Context, out: Path) -> None:
         out.write_text(page, encoding="utf-8")
     except OSError as error:
         raise UserError(f"cannot write {out}: {error.strerror}") from None
-    click.echo(f"wrote {out} ({len(page.encode()) / 1e6:.1f} MB)")
+    click.echo(f"wrote {out} ({len(page.encode()) / 1e3:,.0f} kB)")

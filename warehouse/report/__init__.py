@@ -16,6 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from warehouse.analyses import all_analyses, run_analysis_table
+from warehouse.errors import UserError
 from warehouse.report.sections import SECTIONS, Section, frame
 
 __all__ = ["build_html"]
@@ -38,7 +39,10 @@ def build_html(cur: duckdb.DuckDBPyConnection) -> str:
     analyses = all_analyses()
     topics: dict[str, list[str]] = {}
     for section in SECTIONS:
-        result = run_analysis_table(cur, section.analysis, section.params)
+        try:
+            result: pa.Table | str = run_analysis_table(cur, section.analysis, section.params)
+        except UserError as error:  # e.g. a dynamic table it reads is not installed here
+            result = str(error)
         shown = section.analysis not in {s.analysis for s in SECTIONS[: SECTIONS.index(section)]}
         parts = topics.setdefault(section.topic, [])
         if shown:
@@ -67,7 +71,9 @@ def build_html(cur: duckdb.DuckDBPyConnection) -> str:
     )
 
 
-def _section_body(section: Section, result: pa.Table) -> str:
+def _section_body(section: Section, result: pa.Table | str) -> str:
+    if isinstance(result, str):
+        return f'<p class="note">Not available in this warehouse: {html.escape(result)}</p>'
     out = []
     if section.chart is not None:
         svg = section.chart(frame(result)) if result.num_rows else None
