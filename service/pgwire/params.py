@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import re
 import struct
 import uuid
 
@@ -42,7 +43,13 @@ def literal(raw: bytes | None, oid: int, binary: bool) -> exp.Expr:
         raise ParameterError(f"invalid input for parameter of type {oid}: {error}") from None
 
 
+_DATE_WITH_ZONE = re.compile(r"^(\d{4,}-\d{2}-\d{2}) [+-]\d{2}(:?\d{2})?$")
+
+
 def _from_text(text: str, oid: int) -> exp.Expr:
+    dated = _DATE_WITH_ZONE.match(text)
+    if dated and oid in (0, t.TEXT, t.VARCHAR, t.DATE):  # pgjdbc's setDate: '2024-03-01 +00'
+        text = dated[1]
     if oid in (t.INT2, t.INT4, t.INT8, t.OID):
         return _cast(exp.Literal.number(int(text)), oid)
     if oid == t.NUMERIC:
