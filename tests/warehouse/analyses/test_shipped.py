@@ -123,3 +123,27 @@ def test_checkpoint_what_if_tells_the_70b_story(demo_engine: Engine) -> None:
         )
         if row["bond_mode"] == "802.3ad" and row["storage_nic_count"] == 2:
             assert row["sync_all_links_s"] == 156.8  # two flows use both links
+
+
+def test_scheduling_analyses_cover_the_demo_and_the_real_traces(demo_engine: Engine) -> None:
+    """The demo's Slurm jobs, the Philly trace and the Alibaba pod list side by side."""
+    cur = demo_engine.cursor()
+    try:
+        states = run_analysis_table(cur, "gpu_hours_by_state").to_pylist()
+        waits = run_analysis_table(cur, "queue_wait").to_pylist()
+        held = run_analysis_table(cur, "gpu_allocation", {"bucket": "1 day"}).to_pylist()
+    finally:
+        cur.close()
+    by_cluster: dict[str, set[str]] = {}
+    for row in states:
+        by_cluster.setdefault(row["cluster"], set()).add(row["state"])
+    assert {"COMPLETED", "FAILED", "CANCELLED"} <= by_cluster["demo"]
+    assert by_cluster["philly"] == {"UNKNOWN"}  # the AdaptDL copy publishes no states
+    assert {"SUCCEEDED", "FAILED", "RUNNING", "PENDING"} <= by_cluster["alibaba-openb"]
+    for cluster in ("demo", "philly", "alibaba-openb"):
+        shares = [r["gpu_hours_pct"] for r in states if r["cluster"] == cluster]
+        assert sum(shares) == pytest.approx(100, abs=0.05), cluster
+    assert {r["cluster"] for r in waits} >= {"demo", "alibaba-openb"}
+    assert "philly" not in {r["cluster"] for r in waits}  # no start times: no waits invented
+    assert {"qos LS", "qos BE"} <= {r["team"] for r in waits if r["cluster"] == "alibaba-openb"}
+    assert {r["cluster"] for r in held} >= {"demo", "philly", "alibaba-openb"}
