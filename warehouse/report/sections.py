@@ -156,10 +156,10 @@ def by_state(df: pl.DataFrame) -> str | None:
         return None
     clusters = sorted(set(wide["cluster"].to_list()))
     stacks: dict[str, list[float]] = {}
-    for state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "RUNNING", "UNKNOWN"):
+    order = wide.group_by("state").agg(pl.col("gpu_hours").sum()).sort("gpu_hours", descending=True)
+    for state in order["state"].to_list():
         part = dict(wide.filter(pl.col("state") == state).select("cluster", "gpu_hours_pct").rows())
-        if part:
-            stacks[state] = [float(part.get(c) or 0) for c in clusters]
+        stacks[state] = [float(part.get(c) or 0) for c in clusters]
     return charts.stacked(clusters, stacks, "GPU-hours by final job state", "% of GPU-hours")
 
 
@@ -192,6 +192,14 @@ def cold_start(df: pl.DataFrame) -> str | None:
 def power(df: pl.DataFrame) -> str | None:
     if df.is_empty():
         return None
+    if df["hour"].n_unique() < 3:  # too few hours for a line: the latest hour as bars
+        last = df.filter(pl.col("hour") == pl.col("hour").max()).sort("cluster")
+        return charts.bars(
+            last["cluster"].to_list(),
+            {"GPUs": last["gpu_power_kw"].to_list(), "facility": last["facility_kw"].to_list()},
+            "Power by cluster, latest hour: GPUs and the facility at the site's PUE",
+            "kW",
+        )
     return charts.lines(
         _by(df, "cluster", "hour", "facility_kw"), "Facility power by cluster", "kW"
     )
