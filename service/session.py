@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from service.writes import WriteGate, WriterBusy
 from warehouse.errors import UserError, WankaError
 from warehouse.query import execute, one_line
 from warehouse.security import policy
@@ -73,8 +74,11 @@ class Session:
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_rows: int | None = None,
+        writes: WriteGate | None = None,
     ) -> None:
         self.cursor = cursor
+        self.writes = writes or WriteGate()
+        self._in_transaction = False
         self.user = user
         self.timeout_s = timeout_s
         self.max_rows = max_rows
@@ -108,12 +112,20 @@ class Session:
         limit_s = min(timeout_s, self.timeout_s) if timeout_s else self.timeout_s
         cap = _lower(max_rows, self.max_rows)
         kind = policy.last_statement_type(self.cursor, sql)
+        writing = self._writes(sql, kind)
+        if writing:
+            self.writes.acquire(self, limit_s)  # see service/writes.py
         self._start_timer(limit_s)
         try:
             reader = execute(self.cursor, sql, params)
         except BaseException as error:
             self._stop_timer()
+            self._after_write(writing)
             raise self._translate(error) from None
+        if writing:  # a write has run whole in execute(): its count is all there is to read
+            table = self._drain(reader)
+            self._after_write(writing)
+            reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
         result = Result(reader, kind, max_rows=cap, source=reader)
         self._last = result
         if kind in {"INSERT", "UPDATE", "DELETE", "MERGE_INTO"}:
@@ -123,6 +135,27 @@ class Session:
             return result
         result.reader = pa.RecordBatchReader.from_batches(reader.schema, self._capped(result))
         return result
+
+    def _writes(self, sql: str, kind: str) -> bool:
+        """Whether `sql` writes (or opens/closes a transaction that may have written)."""
+        if kind == "TRANSACTION":
+            word = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+            if word in ("BEGIN", "START"):
+                self._in_transaction = True
+                return False
+            self._in_transaction = False
+            return self.writes.holds(self)  # COMMIT/ROLLBACK of a transaction that wrote
+        if kind == "SELECT":
+            try:
+                return len(self.cursor.extract_statements(sql)) != 1
+            except duckdb.Error:  # a script with DYNAMIC TABLE statements: those write
+                return True
+        return not (kind == "EXPLAIN" and "analyze" not in sql.lower())
+
+    def _after_write(self, writing: bool) -> None:
+        """Keep the gate inside an explicit transaction; give it back otherwise."""
+        if writing and not self._in_transaction:
+            self.writes.release(self)
 
     def interrupt(self, why: WankaError | None = None) -> None:
         """Stop the statement running on this session now (any thread may call this)."""
@@ -143,7 +176,8 @@ class Session:
         self._closed = True
         self._stop_timer()
         with contextlib.suppress(duckdb.Error):
-            self.cursor.close()
+            self.cursor.close()  # an open transaction rolls back with it
+        self.writes.release(self)
 
     def __enter__(self) -> Session:
         return self
@@ -266,6 +300,7 @@ class Server:
         self._token_cache: dict[str, tuple[User, float]] = {}
         self._stop = threading.Event()
         self._scheduler: threading.Thread | None = None
+        self.writes = WriteGate()  # ingest, DML, DDL and refreshes take turns
 
     # -- users -------------------------------------------------------------------------------
 
@@ -333,7 +368,13 @@ class Server:
     def session(self, user: User, *, json_rows: bool = False) -> Session:
         """A session of `user` on a cursor of its own; close it when the client goes."""
         cap = self.limits.max_rows_json if json_rows else self.limits.max_rows
-        return Session(self.engine.cursor(), user, timeout_s=self.limits.timeout_s, max_rows=cap)
+        return Session(
+            self.engine.cursor(),
+            user,
+            timeout_s=self.limits.timeout_s,
+            max_rows=cap,
+            writes=self.writes,
+        )
 
     def require(self, user: User, role: str, what: str) -> None:
         """Raise policy.Refused unless `user`'s role includes `role`."""
@@ -357,7 +398,9 @@ class Server:
         self.require(user, "writer", "ingest")
         results = []
         for name, stream in uploads:
-            result = ingest_stream(self.engine, fmt, stream, name, options, force=force)
+            # an ingest may take minutes: it waits for another writer as long as it could run
+            with self.writes.hold(stream, self.limits.timeout_s * 10):
+                result = ingest_stream(self.engine, fmt, stream, name, options, force=force)
             for table, rows in result.rows.items():
                 self.metrics.count(
                     "wanka_ingest_rows_total", "Rows ingested.", rows, format=fmt, table=table
@@ -382,7 +425,8 @@ class Server:
         def work(cur: duckdb.DuckDBPyConnection) -> list[tuple[Any, float | None]]:
             return [(o, seconds(cur, o)) for o in run_due(cur, name=name, full=full)]
 
-        return self.with_cursor(work)
+        with self.writes.hold(work, self.limits.timeout_s):
+            return self.with_cursor(work)  # type: ignore[no-any-return]
 
     # -- scheduler ---------------------------------------------------------------------------
 
@@ -400,19 +444,27 @@ class Server:
         try:
             while not self._stop.wait(interval_s):
                 try:
-                    for outcome in run_due(cur):
-                        state = type(outcome).__name__.lower()
-                        self.metrics.count(
-                            "wanka_refreshes_total",
-                            "Dynamic table refreshes by the scheduler.",
-                            table=outcome.name,
-                            outcome=state,
-                        )
+                    with self.writes.hold(cur, interval_s):
+                        outcomes = run_due(cur)
+                except WriterBusy:
+                    self.metrics.count(
+                        "wanka_scheduler_waits_total",
+                        "Scheduler passes skipped while another write held the database.",
+                    )
+                    continue
                 except Exception as error:  # the loop must outlive any one failure
                     self.metrics.count(
                         "wanka_scheduler_errors_total",
                         "Scheduler passes that failed.",
                         error=type(error).__name__,
+                    )
+                    continue
+                for outcome in outcomes:
+                    self.metrics.count(
+                        "wanka_refreshes_total",
+                        "Dynamic table refreshes by the scheduler.",
+                        table=outcome.name,
+                        outcome=type(outcome).__name__.lower(),
                     )
         finally:
             cur.close()

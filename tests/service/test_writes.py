@@ -1,0 +1,115 @@
+"""Writes and refreshes take turns in the serve process (service/writes.py).
+
+The race this prevents: a write takes its batch id when it starts; if it commits after a
+refresh that moved the watermark past that id, no incremental refresh would ever see its rows.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from service.session import Limits, Server
+from service.writes import WriterBusy
+from warehouse.security.users import User
+
+ADMIN = User("admin", "admin")
+ROLLUP = (
+    "CREATE DYNAMIC TABLE per_host WITH (freshness = '1 minute') AS "
+    "SELECT host, sum(value) AS s, count(*) AS n FROM gpu_metrics GROUP BY ALL"
+)
+INSERT = (
+    "INSERT INTO gpu_metrics (ts, host, metric, value) "
+    "SELECT TIMESTAMPTZ '2026-11-01' + to_minutes(i), 'h' || (i % 3), 'U', i FROM range(?) t(i)"
+)
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    with Server(":memory:", limits=Limits(timeout_s=0.5)) as served:
+        with served.session(ADMIN) as session:
+            session.run(INSERT, [10])
+            session.run(ROLLUP).reader.read_all()
+        yield served
+
+
+def same(server: Server) -> bool:
+    with server.session(ADMIN) as session:
+        got = session.run("SELECT * FROM per_host ORDER BY host").reader.read_all()
+        want = session.run(
+            "SELECT host, sum(value) AS s, count(*) AS n FROM gpu_metrics GROUP BY ALL "
+            "ORDER BY host"
+        ).reader.read_all()
+    return got.to_pylist() == want.to_pylist()
+
+
+def test_an_open_transaction_that_wrote_holds_off_refreshes_and_writers(server: Server) -> None:
+    slow = server.session(ADMIN)
+    slow.run("BEGIN TRANSACTION")
+    slow.run(INSERT, [5])  # batch id taken now, commit later
+    with pytest.raises(WriterBusy, match="held the database"):
+        server.refresh(ADMIN, "per_host")
+    with server.session(ADMIN) as other, pytest.raises(WriterBusy):
+        other.run(INSERT, [7])
+    with server.session(ADMIN) as reader:  # readers are never held
+        assert reader.run("SELECT count(*) FROM gpu_metrics").reader.read_all()[0][0].as_py() == 10
+    slow.run("COMMIT")
+    ((outcome, _),) = server.refresh(ADMIN, "per_host")
+    assert outcome.refresh_mode == "incremental"
+    assert same(server)
+    slow.close()
+
+
+def test_a_transaction_that_only_read_holds_nothing(server: Server) -> None:
+    with server.session(ADMIN) as quiet:
+        quiet.run("BEGIN TRANSACTION")
+        quiet.run("SELECT count(*) FROM gpu_metrics").reader.read_all()
+        server.refresh(ADMIN, "per_host")  # not held by a transaction that only read
+        quiet.run("COMMIT")
+    assert same(server)
+
+
+def test_closing_a_session_mid_transaction_gives_the_gate_back(server: Server) -> None:
+    gone = server.session(ADMIN)
+    gone.run("BEGIN TRANSACTION")
+    gone.run(INSERT, [3])
+    gone.close()  # the client hung up: its transaction rolls back
+    server.refresh(ADMIN, "per_host")
+    assert same(server)
+
+
+def test_concurrent_writers_and_refreshes_never_lose_rows(server: Server) -> None:
+    """Writers in explicit transactions and refreshes interleave; the table ends equal."""
+    errors: list[BaseException] = []
+
+    def write(n: int) -> None:
+        with server.session(ADMIN) as session:
+            session.timeout_s = 30
+            for _ in range(5):
+                try:
+                    session.run("BEGIN TRANSACTION")
+                    session.run(INSERT, [n])
+                    session.run("COMMIT")
+                except BaseException as error:  # collected for the assert
+                    errors.append(error)
+
+    def refresh() -> None:
+        for _ in range(5):
+            try:
+                server.refresh(ADMIN, "per_host")
+            except WriterBusy:
+                pass
+            except BaseException as error:
+                errors.append(error)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in (3, 4)]
+    threads.append(threading.Thread(target=refresh))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    server.refresh(ADMIN, "per_host")
+    assert same(server)
