@@ -426,7 +426,7 @@ class Server:
             return [(o, seconds(cur, o)) for o in run_due(cur, name=name, full=full)]
 
         with self.writes.hold(work, self.limits.timeout_s):
-            return self.with_cursor(work)  # type: ignore[no-any-return]
+            return self.with_cursor(work)
 
     # -- scheduler ---------------------------------------------------------------------------
 
