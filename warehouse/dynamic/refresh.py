@@ -12,8 +12,10 @@ the change logs every dynamic table has seen. A failure rolls the data back and 
 afterwards, in a transaction of its own, with state 'failed'. The trim is skipped when the
 probe found no logged change since the watermark: there is then nothing this refresh unblocks.
 
-Known limit: batch ids are taken when a write starts, so a write that commits after a refresh
-that saw a newer batch id is not seen incrementally; ingest and refresh run one at a time here.
+Batch ids are taken when a write starts, so a write that commits after a refresh that saw a
+newer batch id would not be seen incrementally. Writes and refreshes therefore never overlap:
+the CLI holds the database file alone, and `wanka serve` passes every write and refresh through
+one gate (service/writes.py; a transaction that wrote keeps it until it ends).
 """
 
 from __future__ import annotations
