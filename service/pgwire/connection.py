@@ -17,20 +17,12 @@ from sqlglot import exp
 
 from service.pgwire import codec, cursors, params
 from service.pgwire import types as t
-from service.pgwire.errors import message, sqlstate
+from service.pgwire.errors import SqlError, message, sqlstate
 from service.pgwire.portal import Portal, Prepared, command_tag
 from service.pgwire.settings import REPORTED, Settings
 from service.pgwire.statements import Statement, split
 
 R = TypeVar("R")
-
-
-class SqlError(Exception):
-    """An error to report with a given SQLSTATE."""
-
-    def __init__(self, code: str, text: str) -> None:
-        super().__init__(text)
-        self.sqlstate = code
 
 
 class Connection:
@@ -154,7 +146,7 @@ class Connection:
         ]
         if portal_name in self.portals and portal_name:
             raise SqlError("42P03", f'cursor "{portal_name}" already exists')
-        self._drop_portal(portal_name)
+        self.drop_portal(portal_name)
         portal = await self.bind_portal(prepared.statement, values, result_formats)
         self.portals[portal_name] = portal
         self.writer.write(codec.BIND_COMPLETE)
@@ -194,13 +186,13 @@ class Connection:
         if what == b"S":
             self.prepared.pop(name, None)
         else:
-            self._drop_portal(name)
+            self.drop_portal(name)
         self.writer.write(codec.CLOSE_COMPLETE)
 
     async def sync(self, payload: codec.Payload) -> None:
         self.skip_to_sync = False
         if self.status == b"I":
-            self._drop_portal("")
+            self.drop_portal("")
         self.writer.write(codec.ready_for_query(self.status))
 
     async def flush(self, payload: codec.Payload) -> None:
@@ -258,7 +250,7 @@ class Connection:
             raise SqlError("34000", f'portal "{name}" does not exist')
         return self.portals[name]
 
-    def _drop_portal(self, name: str) -> None:
+    def drop_portal(self, name: str) -> None:
         portal = self.portals.pop(name, None)
         if portal is not None:
             if self.streaming is portal:

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from service.pgwire import codec, copyout, params
 from service.pgwire import types as t
+from service.pgwire.errors import SqlError
 from service.pgwire.portal import Portal, Prepared
 from service.pgwire.rows import data_rows
 
@@ -60,11 +61,11 @@ async def start(conn: Connection, portal: Portal) -> None:
         name = statement.cursor or ""
         if name.lower() == "all":
             for key in [k for k in conn.portals if k]:
-                conn._drop_portal(key)
+                conn.drop_portal(key)
         elif name not in conn.portals:
             raise _error("34000", f'cursor "{name}" does not exist')
         else:
-            conn._drop_portal(name)
+            conn.drop_portal(name)
     elif kind != "noop":
         await conn.call(run_statement, conn, portal)
     if portal.schema is None:
@@ -73,8 +74,6 @@ async def start(conn: Connection, portal: Portal) -> None:
 
 
 def _error(code: str, text: str) -> Exception:
-    from service.pgwire.connection import SqlError
-
     return SqlError(code, text)
 
 
@@ -125,7 +124,7 @@ async def _transaction(conn: Connection, kind: str, portal: Portal) -> None:
         conn.writer.write(codec.notice_response("25P01", "there is no transaction in progress"))
         return
     for name in [k for k in conn.portals if k]:
-        conn._drop_portal(name)  # cursors end with their transaction
+        conn.drop_portal(name)  # cursors end with their transaction
     failed = conn.status == b"E"
     conn.status = b"I"
     if failed:

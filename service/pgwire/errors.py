@@ -46,6 +46,14 @@ _BY_CLASS = {
 }
 
 
+class SqlError(Exception):
+    """An error the protocol layer raises itself, with its SQLSTATE."""
+
+    def __init__(self, code: str, text: str) -> None:
+        super().__init__(text)
+        self.sqlstate = code
+
+
 def sqlstate(error: BaseException) -> str:
     """The SQLSTATE a PostgreSQL client should see for `error`.
 
