@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from udfs import registry
 from warehouse.engine import connect_memory
@@ -40,17 +39,22 @@ class DuckLakeEngine(LakeEngine):
     def register_table(
         self, name: str, table: LakeTable, *, files: list[str] | None = None
     ) -> None:
-        dataset = table.dataset()
-        columns = [c for c in dataset.schema.names if c != PARTITION_COLUMN]
-        if files is not None:  # a subset of the active files (the files a delta touches)
-            schema = pa.schema([dataset.schema.field(c) for c in columns])
-            dataset = ds.dataset(files, schema=schema, format="parquet")
+        """A view over the active files, read by DuckDB's own Parquet reader.
+
+        (Much faster than scanning an Arrow dataset through Python; the Arrow dataset is used
+        only for a table without files, to keep its columns.)
+        """
+        chosen = table.files() if files is None else files
+        schema = table.schema()
+        columns = ", ".join(f'"{c}"' for c in schema.names if c != PARTITION_COLUMN)
         with self._lock:
-            self.con.register(f"__lake_{name}", dataset)
-            listed = ", ".join(f'"{c}"' for c in columns)
-            self.con.execute(
-                f'CREATE OR REPLACE VIEW "{name}" AS SELECT {listed} FROM "__lake_{name}"'
-            )
+            if chosen:
+                listed = ", ".join("'" + f.replace("'", "''") + "'" for f in chosen)
+                source = f"read_parquet([{listed}], union_by_name = true)"
+            else:
+                self.con.register(f"__lake_{name}", schema.empty_table())
+                source = f'"__lake_{name}"'
+            self.con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT {columns} FROM {source}')
 
     def register_udfs(self) -> list[str]:
         return registry.register(self.con)

@@ -20,7 +20,6 @@ snapshot), so no row lands in two commits or none.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,7 +209,3 @@ def describe(result: Exported) -> str:
     """One line for the command's output."""
     line = f"{result.table}: {result.operation}, {result.rows} rows, watermark {result.watermark}"
     return f"{line} ({result.reason})" if result.reason else line
-
-
-def summary(results: list[Exported]) -> str:
-    return json.dumps({r.table: r.operation for r in results})
