@@ -202,12 +202,21 @@ def test_copy_to_stdout_text_and_csv(conn: psycopg.Connection) -> None:
 
 def test_cancel_stops_a_running_query(served: Served) -> None:
     with psycopg.connect(served.dsn("reader"), autocommit=True) as c:
-        # cancel_safe: libpq's blocking PQcancel would hold the GIL the in-process server needs
-        timer = threading.Timer(0.5, c.cancel_safe)
-        timer.start()
-        with pytest.raises(errors.QueryCanceled):
-            c.execute("select count(*) from range(10000000000) a, range(1000) b")
-        timer.join()
+        done = threading.Event()
+
+        def keep_cancelling() -> None:  # until the query is seen cancelled: no guessed delay
+            while not done.wait(0.05):
+                # cancel_safe: libpq's blocking PQcancel would hold the GIL the server needs
+                c.cancel_safe()
+
+        canceller = threading.Thread(target=keep_cancelling)
+        canceller.start()
+        try:
+            with pytest.raises(errors.QueryCanceled):
+                c.execute("select count(*) from range(10000000000) a, range(1000) b")
+        finally:
+            done.set()
+            canceller.join()
         assert c.execute("select 2").fetchone() == (2,)
 
 
