@@ -1,0 +1,113 @@
+"""Every shipped dynamic table stays equal to its query under random inserts, updates and
+deletes of telemetry, jobs and the nodes dimension, refreshed incrementally after each step."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from warehouse.dynamic.shipped import install_shipped, shipped_folder
+from warehouse.engine import Engine
+from warehouse.query import execute
+
+SHIPPED = sorted(p.stem for p in shipped_folder().glob("*.sql"))
+METRICS = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_XID_ERRORS"]
+HOSTS = ["n1", "n2", "n3"]
+
+sample = st.tuples(
+    st.integers(0, 60 * 30),  # minutes after the start: about a day
+    st.sampled_from(HOSTS),
+    st.integers(0, 1),  # gpu
+    st.sampled_from(METRICS),
+    st.one_of(st.none(), st.sampled_from([0.0, 13.0, 48.0, 79.0]), st.floats(0, 700)),
+)
+job = st.tuples(
+    st.sampled_from(["j1", "j2", "j3", "j4"]),
+    st.sampled_from(["team-a", "team-b", None]),
+    st.one_of(st.none(), st.integers(0, 60 * 30)),  # start, minutes after the start
+    st.integers(1, 16),  # gpus
+    st.one_of(st.none(), st.integers(0, 20_000)),  # elapsed_s
+)
+step = st.one_of(
+    st.tuples(st.just("samples"), st.lists(sample, min_size=1, max_size=12)),
+    st.tuples(st.just("job"), job),
+    st.tuples(st.just("job_delete"), st.sampled_from(["j1", "j2", "j3", "j4"])),
+    st.tuples(st.just("node"), st.tuples(st.sampled_from(HOSTS), st.sampled_from(["c1", "c2"]))),
+    st.tuples(st.just("node_delete"), st.sampled_from(HOSTS)),
+    st.tuples(st.just("samples_delete"), st.floats(0, 700)),
+    st.tuples(st.just("samples_update"), st.floats(0, 700)),
+)
+
+
+@pytest.fixture(scope="module")
+def eng() -> Iterator[Engine]:
+    with Engine(":memory:") as engine:
+        install_shipped(engine)
+        yield engine
+
+
+def apply(eng: Engine, action: str, arg: object) -> None:
+    con = eng.con
+    if action == "samples":
+        con.executemany(
+            "INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value) VALUES "
+            "(TIMESTAMPTZ '2026-11-01' + to_minutes(?), ?, ?, 'GPU-' || ?, 'H100', ?, ?)",
+            [[m, h, g, f"{h}-{g}", metric, v] for m, h, g, metric, v in arg],  # type: ignore[attr-defined]
+        )
+    elif action == "job":
+        job_id, account, start, gpus, elapsed = arg  # type: ignore[misc]
+        con.execute("DELETE FROM jobs WHERE job_id = ?", [job_id])
+        con.execute(
+            "INSERT INTO jobs (job_id, account, start_at, gpus, elapsed_s) VALUES (?, ?, "
+            "TIMESTAMPTZ '2026-11-01' + to_minutes(CAST(? AS BIGINT)), ?, ?)",
+            [job_id, account, start, gpus, elapsed],
+        )
+    elif action == "job_delete":
+        con.execute("DELETE FROM jobs WHERE job_id = ?", [arg])
+    elif action == "node":
+        host, cluster = arg  # type: ignore[misc]
+        if con.execute("SELECT count(*) FROM nodes WHERE host = ?", [host]).fetchall()[0][0]:
+            con.execute("UPDATE nodes SET cluster = ? WHERE host = ?", [cluster, host])
+        else:
+            con.execute("INSERT INTO nodes (host, cluster) VALUES (?, ?)", [host, cluster])
+    elif action == "node_delete":
+        con.execute("DELETE FROM nodes WHERE host = ?", [arg])
+    elif action == "samples_delete":
+        con.execute("DELETE FROM gpu_metrics WHERE value > ?", [arg])
+    elif action == "samples_update":
+        con.execute("UPDATE gpu_metrics SET value = value / 2 WHERE value > ?", [arg])
+
+
+def rows(eng: Engine, sql: str) -> list[tuple[object, ...]]:
+    def norm(v: object) -> object:
+        return float(f"{v:.9g}") if isinstance(v, float) and math.isfinite(v) else v
+
+    out = [tuple(norm(v) for v in r) for r in eng.con.sql(sql).fetchall()]
+    return sorted(out, key=repr)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=st.lists(step, min_size=1, max_size=8))
+def test_every_shipped_table_equals_its_query(eng: Engine, steps: list) -> None:
+    for table in ("gpu_metrics", "jobs", "nodes"):
+        eng.con.execute(f"DELETE FROM {table}")
+    cur = eng.cursor()
+    for name in SHIPPED:  # start from the empty state, as any other refresh would
+        execute(cur, f"REFRESH DYNAMIC TABLE {name}").read_all()
+    for action, arg in steps:
+        apply(eng, action, arg)
+        for name in SHIPPED:
+            done = execute(cur, f"REFRESH DYNAMIC TABLE {name}").read_all().to_pylist()[0]
+            assert done["refresh_mode"] in ("incremental", "no_data"), (name, done)
+            [(query,)] = eng.con.execute(
+                "SELECT definition FROM wanka.dynamic_tables WHERE name = ?", [name]
+            ).fetchall()
+            assert rows(eng, f'SELECT * FROM main."{name}"') == rows(eng, query), (name, action)
+    cur.close()
