@@ -169,7 +169,7 @@ def pg_client(port: int, face: Face, stop: threading.Event, seed: int) -> None:
             sql = BAD_SQL if bad else rng.choice(QUERIES)
             started = time.perf_counter()
             try:
-                conn.execute(sql, prepare=False).fetchall()  # type: ignore[call-overload]
+                conn.execute(sql, prepare=False).fetchall()
             except psycopg.Error as error:
                 if bad:
                     provoked += 1
