@@ -26,8 +26,8 @@ run: $(STAMP) ## build the demo warehouse (a simulated 10,000-GPU cluster) and s
 test: $(STAMP) ## run the test suite (what CI runs)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q
 
-bench: $(STAMP) ## run the benchmarks; each prints a table of side-by-side ratios
-	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+bench: $(STAMP) ## run every bench/bench_*.py and write their figures to bench/RESULTS.md
+	$(BIN)/python bench/run_all.py
 
 lint: $(STAMP) ## ruff lint
 	$(BIN)/ruff check warehouse udfs service tests bench

@@ -1,0 +1,106 @@
+"""Run every bench/bench_*.py in turn and write bench/RESULTS.md: the machine, then each output.
+
+Run: .venv/bin/python bench/run_all.py [--only load,http] [--out bench/RESULTS.md]
+(`make bench` runs it.) A benchmark that fails is recorded with its exit status and the run
+goes on; the exit status is then 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def memory_gib() -> str:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return f"{int(line.split()[1]) / 1024**2:.1f} GiB"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def os_name() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return f"{line.split('=', 1)[1].strip(chr(34))}, Linux {platform.release()}"
+    except OSError:
+        pass
+    return platform.platform()
+
+
+def machine() -> str:
+    import duckdb
+
+    rows = [
+        ("date", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")),
+        ("CPU", f"{cpu_model()} × {os.cpu_count()} logical CPUs"),
+        ("memory", memory_gib()),
+        ("OS", os_name()),
+        ("Python", platform.python_version()),
+        ("DuckDB", duckdb.__version__),
+        ("load average at start", ", ".join(f"{v:.2f}" for v in os.getloadavg())),
+    ]
+    return "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+
+
+def run(path: Path) -> tuple[str, int, float]:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, str(path)], cwd=HERE.parent, capture_output=True, text=True
+    )
+    output = done.stdout
+    if done.returncode:
+        output += f"\n(exit status {done.returncode})\n{done.stderr[-4000:]}"
+    return output.strip(), done.returncode, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--only", help="comma-separated names, e.g. load,http (bench_NAME.py)")
+    parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    args = parser.parse_args()
+    scripts = sorted(HERE.glob("bench_*.py"))
+    if args.only:
+        wanted = {f"bench_{name.strip()}.py" for name in args.only.split(",")}
+        scripts = [s for s in scripts if s.name in wanted]
+    parts = [
+        "# Benchmark results",
+        "Written by `make bench` (`bench/run_all.py`); each section is one script's output, "
+        "run one after another on this machine:",
+        machine(),
+    ]
+    failed = 0
+    for script in scripts:
+        print(f"== {script.name}", flush=True)
+        output, status, seconds = run(script)
+        failed += status != 0
+        print(output, flush=True)
+        parts.append(f"## {script.name} ({seconds:.0f} s)\n\n{output}")
+    args.out.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+    raise SystemExit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
