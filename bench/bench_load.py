@@ -133,7 +133,7 @@ def http_client(url: str, face: Face, stop: threading.Event, seed: int) -> None:
         n = 0
         while not stop.is_set():
             n += 1
-            bad = n % PROVOKE_EVERY == 0
+            bad = (n + seed) % PROVOKE_EVERY == 0  # spread over clients
             sql = BAD_SQL if bad else rng.choice(QUERIES)
             started = time.perf_counter()
             try:
@@ -165,7 +165,7 @@ def pg_client(port: int, face: Face, stop: threading.Event, seed: int) -> None:
         n = 0
         while not stop.is_set():
             n += 1
-            bad = n % PROVOKE_EVERY == 0
+            bad = (n + seed) % PROVOKE_EVERY == 0  # spread over clients
             sql = BAD_SQL if bad else rng.choice(QUERIES)
             started = time.perf_counter()
             try:
@@ -193,10 +193,14 @@ class Samples:
     errors: list[str] = field(default_factory=list)
 
 
-def sampler(pid: int, url: str, samples: Samples, stop: threading.Event) -> None:
+def rss_sampler(pid: int, samples: Samples, stop: threading.Event) -> None:
+    while not stop.wait(1.0):
+        samples.rss_kib.append(rss_kib(pid))
+
+
+def lag_sampler(url: str, samples: Samples, stop: threading.Event) -> None:
     with httpx.Client(base_url=url, auth=(READER, PASSWORD), timeout=60) as client:
         while not stop.wait(1.0):
-            samples.rss_kib.append(rss_kib(pid))
             try:
                 answer = client.post("/v1/query", json={"sql": LAG_SQL})
                 answer.raise_for_status()
@@ -287,7 +291,10 @@ def report(
     refreshes: dict[str, tuple[int, int]],
     elapsed: float,
 ) -> None:
-    print(f"\n{elapsed:.0f} s under load; PROVOKE_EVERY = {PROVOKE_EVERY} queries is bad SQL\n")
+    print(
+        f"\n{elapsed:.0f} s under load; 1 query in {PROVOKE_EVERY} per client is bad SQL"
+        " on purpose\n"
+    )
     print("| face | clients | queries | q/s | p50 ms | p99 ms | errors | provoked (clean) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, face in faces.items():
@@ -368,7 +375,7 @@ def run(
     ]
     jobs += [(pg_client, (pg_port, faces["pgwire"], stop, i)) for i in range(args.pg_clients)]
     jobs += [(ingester, (url, files, args.ingest_every_s, ingests, stop))]
-    jobs += [(sampler, (process.pid, url, samples, stop))]
+    jobs += [(rss_sampler, (process.pid, samples, stop)), (lag_sampler, (url, samples, stop))]
     samples.rss_kib.append(rss_kib(process.pid))
     since = time.time()
     threads = [threading.Thread(target=f, args=a, daemon=True) for f, a in jobs]
