@@ -6,7 +6,10 @@ from __future__ import annotations
 import importlib
 import ipaddress
 import socket
+import ssl
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -35,14 +38,35 @@ def is_loopback(host: str) -> bool:
             return False
 
 
-def _start_pgwire(server: Server, host: str, port: int) -> Any:
+@dataclass(frozen=True)
+class Tls:
+    """A certificate chain and its private key (PEM files), for HTTPS and pgwire's SSL."""
+
+    cert: Path
+    key: Path
+
+    def context(self) -> ssl.SSLContext:
+        """A server-side context: TLS 1.2 or newer, the chain and key loaded (errors named)."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            context.load_cert_chain(self.cert, self.key)
+        except (OSError, ssl.SSLError) as error:
+            raise UserError(
+                f"cannot use --tls-cert {self.cert} with --tls-key {self.key}: {error}"
+            ) from None
+        return context
+
+
+def _start_pgwire(server: Server, host: str, port: int, tls: Tls | None) -> Any:
     """pgwire's handle when `service.pgwire` offers `start`, else None (said on stdout)."""
     module = importlib.import_module("service.pgwire")
     if not hasattr(module, "start"):
         click.echo("PostgreSQL wire endpoint: not yet available in this build")
         return None
-    handle = module.start(server, host, port)
-    click.echo(f"PostgreSQL wire:  postgresql://{host}:{port}/wanka")
+    handle = module.start(server, host, port, tls=tls.context() if tls else None)
+    mode = "require" if tls else "disable"
+    click.echo(f"PostgreSQL wire:  postgresql://{host}:{port}/wanka?sslmode={mode}")
     return handle
 
 
@@ -56,6 +80,7 @@ def run_server(
     refresh_interval_s: float | None = 10.0,
     access_log: bool = False,
     banner: Callable[[str], None] | None = None,
+    tls: Tls | None = None,
 ) -> None:
     """Open `db`, serve it until interrupted, then close everything in order."""
     import uvicorn
@@ -71,12 +96,20 @@ def run_server(
                 f"binding to {host} (not loopback) needs users: add one first with "
                 "`wanka user add NAME --role reader --password-stdin`"
             )
-        pg = _start_pgwire(server, host, pg_port) if pg_port else None
+        if tls is not None:
+            tls.context()  # a wrong certificate or key fails here, before anything listens
+        elif not local:
+            click.echo(
+                f"warning: serving {host} without TLS: passwords and results cross the network "
+                "in clear text; give --tls-cert and --tls-key",
+                err=True,
+            )
+        pg = _start_pgwire(server, host, pg_port, tls) if pg_port else None
         app = create_app(server, open_locally=local and not users_exist, pgwire=pg is not None)
 
         if refresh_interval_s:
             server.start_scheduler(refresh_interval_s)
-        url = f"http://{host}:{port}"
+        url = f"{'https' if tls else 'http'}://{host}:{port}"
         click.echo(f"HTTP:             {url}  (OpenAPI: {url}/docs)")
         if not users_exist:
             click.echo(
@@ -86,7 +119,13 @@ def run_server(
         if banner is not None:
             banner(url)
         config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", access_log=access_log
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=access_log,
+            ssl_certfile=str(tls.cert) if tls else None,
+            ssl_keyfile=str(tls.key) if tls else None,
         )
         try:
             uvicorn.Server(config).run()
@@ -120,6 +159,12 @@ def run_server(
     help="How often the scheduler looks for due dynamic tables (0: never).",
 )
 @click.option("--access-log", is_flag=True, help="Log each request (never credentials).")
+@click.option(
+    "--tls-cert",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="PEM certificate chain: HTTPS, and SSL for PostgreSQL clients.",
+)
+@click.option("--tls-key", type=click.Path(dir_okay=False, path_type=Path), help="Its PEM key.")
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -132,6 +177,8 @@ def serve(
     memory_limit: str | None,
     refresh_interval_s: float,
     access_log: bool,
+    tls_cert: Path | None,
+    tls_key: Path | None,
 ) -> None:
     """Serve the warehouse: HTTP, PostgreSQL wire and the refresh scheduler in one process."""
     limits = Limits(
@@ -148,4 +195,11 @@ def serve(
         limits=limits,
         refresh_interval_s=refresh_interval_s or None,
         access_log=access_log,
+        tls=_tls(tls_cert, tls_key),
     )
+
+
+def _tls(cert: Path | None, key: Path | None) -> Tls | None:
+    if (cert is None) != (key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    return Tls(cert, key) if cert is not None and key is not None else None
