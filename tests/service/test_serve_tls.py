@@ -24,7 +24,8 @@ def certificate(folder: Path) -> tuple[Path, Path]:
     key, cert = folder / "key.pem", folder / "cert.pem"
     made = subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-         "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+         "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+         "-keyout", str(key), "-out", str(cert)],
         capture_output=True,
         text=True,
     )  # fmt: skip
