@@ -8,8 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Property tests check what an input does, not how fast: on a loaded 2-core CI machine a
+# per-example deadline only makes them flaky. Tests that need a different budget say so.
+settings.register_profile("wanka", deadline=None)
+settings.load_profile("wanka")
 
 
 def shared_data_dir() -> Path:
