@@ -246,11 +246,13 @@ def ingester(url: str, files: list[Path], every_s: float, out: Ingests, stop: th
             out.rows += sum(sum(r["rows"].values()) for r in answer.json())
 
 
-def start_server(db: str) -> tuple[subprocess.Popen[bytes], str, int]:
+def start_server(db: str, memory_limit: str | None) -> tuple[subprocess.Popen[bytes], str, int]:
     http_port, pg_port = free_port(), free_port()
+    limit = ["--memory-limit", memory_limit] if memory_limit else []
     command = [
         sys.executable, "-c", "from service.cli import main; main()", "--db", db, "serve",
         "--http-port", str(http_port), "--pg-port", str(pg_port), "--refresh-interval-s", "1",
+        *limit,
     ]  # fmt: skip
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, env=dict(os.environ))
     url = f"http://127.0.0.1:{http_port}"
@@ -291,6 +293,8 @@ def report(
     refreshes: dict[str, tuple[int, int]],
     elapsed: float,
 ) -> None:
+    limit = args.memory_limit or "DuckDB's default"
+    print(f"\nserver memory limit: {limit}; the database grows by the ingest batches below")
     print(
         f"\n{elapsed:.0f} s under load; 1 query in {PROVOKE_EVERY} per client is bad SQL"
         " on purpose\n"
@@ -345,6 +349,7 @@ def main() -> None:
     parser.add_argument("--ingest-every-s", type=float, default=3.0)
     parser.add_argument("--freshness-s", type=int, default=15)
     parser.add_argument("--gpus", type=int, default=256)
+    parser.add_argument("--memory-limit", help="the server's DuckDB memory limit, e.g. 512MB")
     args = parser.parse_args()
     batches = int(args.duration_s / args.ingest_every_s) + 1
     with tempfile.TemporaryDirectory(prefix="wanka-load-") as tmp:
@@ -352,7 +357,7 @@ def main() -> None:
         db, files = prepare(Path(tmp), args.gpus, batches, args.freshness_s)
         print(f"prepared {args.gpus} GPUs' demo + {len(files)} DCGM files in "
               f"{time.perf_counter() - t0:.0f} s")  # fmt: skip
-        process, url, pg_port = start_server(db)
+        process, url, pg_port = start_server(db, args.memory_limit)
         try:
             run(args, process, url, pg_port, files)
         finally:
