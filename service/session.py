@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from service.watchdog import WATCHDOG
 from service.writes import WriteGate, WriterBusy
 from warehouse.errors import UserError, WankaError
 from warehouse.query import execute, one_line
@@ -82,7 +83,7 @@ class Session:
         self.user = user
         self.timeout_s = timeout_s
         self.max_rows = max_rows
-        self._timer: threading.Timer | None = None
+        self._timer: int | None = None  # a watchdog ticket while a statement runs
         self._why_interrupted: WankaError | None = None
         self._closed = False
         self._last: Result | None = None
@@ -190,14 +191,16 @@ class Session:
     def _start_timer(self, limit_s: float) -> None:
         self._stop_timer()
         self._why_interrupted = None
-        why = QueryTimeout(f"the query ran past its time limit of {limit_s:g} s and was stopped")
-        self._timer = threading.Timer(limit_s, self.interrupt, args=(why,))
-        self._timer.daemon = True
-        self._timer.start()
+
+        def expire() -> None:
+            why = f"the query ran past its time limit of {limit_s:g} s and was stopped"
+            self.interrupt(QueryTimeout(why))
+
+        self._timer = WATCHDOG.arm(limit_s, expire)
 
     def _stop_timer(self) -> None:
         if self._timer is not None:
-            self._timer.cancel()
+            WATCHDOG.disarm(self._timer)
             self._timer = None
 
     def _translate(self, error: BaseException) -> BaseException:

@@ -15,6 +15,8 @@ and configuration locked, so a hole here still cannot read a file or change a se
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -77,11 +79,34 @@ class Refused(UserError):
     """A statement the caller's role may not run; the message says what was refused."""
 
 
+#: Texts a reader was allowed to run, most recent last: dashboards send the same SQL again and
+#: again, and a reader's decision depends on the text alone (the functions, tables and schemas
+#: it names), so the parse is done once. Refusals are not kept: they are rare and cheap enough.
+_READER_ALLOWED: OrderedDict[str, None] = OrderedDict()
+_READER_ALLOWED_MAX = 4096
+_READER_LOCK = threading.Lock()
+
+
 def authorize(cur: duckdb.DuckDBPyConnection, sql: str, role: str) -> None:
     """Raise Refused unless every statement of `sql` is allowed for `role`; run nothing.
 
     A reader may run exactly one read-only statement. Bad SQL raises UserError.
     """
+    if role == "reader":
+        with _READER_LOCK:
+            if sql in _READER_ALLOWED:
+                _READER_ALLOWED.move_to_end(sql)
+                return
+        _authorize(cur, sql, role)
+        with _READER_LOCK:
+            _READER_ALLOWED[sql] = None
+            if len(_READER_ALLOWED) > _READER_ALLOWED_MAX:
+                _READER_ALLOWED.popitem(last=False)
+        return
+    _authorize(cur, sql, role)
+
+
+def _authorize(cur: duckdb.DuckDBPyConnection, sql: str, role: str) -> None:
     from warehouse.dynamic import statements as dynamic  # imports warehouse.query
 
     check_role(role)
@@ -92,7 +117,7 @@ def authorize(cur: duckdb.DuckDBPyConnection, sql: str, role: str) -> None:
             raise Refused(f"a reader may only run {WHAT_ROLE_MAY['reader']}: {verb} DYNAMIC TABLE")
         for part in script:
             if part.verb is None:
-                authorize(cur, part.text, role)
+                _authorize(cur, part.text, role)
             elif part.verb != "REFRESH" and role != "admin":
                 raise Refused(f"only an admin may {part.verb} a DYNAMIC TABLE")
         return
