@@ -205,6 +205,7 @@ def test_kill_during_a_refresh(base: tuple[Path, list[Path]], tmp_path: Path) ->
             if cpu_ticks(process.pid) - start >= 30:  # 0.3 CPU-seconds into the refresh
                 ready.set()
                 break
+            time.sleep(0.01)  # a polling interval, so the poll leaves the CPUs to the server
         assert refresh.is_alive(), "the refresh ended before the kill: make the table bigger"
         kill_when(process, ready, "the refresh")
     holds_after_restart(db, acknowledged)
