@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from service.throttle import AuthThrottle
 from service.watchdog import WATCHDOG
 from service.writes import WriteGate, WriterBusy
 from warehouse.errors import UserError, WankaError
@@ -275,6 +276,8 @@ class Limits:
     max_rows: int | None = None  # every other format: uncapped unless configured
     memory_limit: str | None = None  # DuckDB's memory_limit for the instance, e.g. '8GB'
     max_upload_bytes: int = 1 << 30  # one ingest request body
+    max_connections_per_user: int = 64  # pgwire connections one user may hold at once
+    startup_timeout_s: float = 30.0  # pgwire: to finish startup and login (slowloris guard)
 
 
 class Server:
@@ -304,6 +307,7 @@ class Server:
         self._stop = threading.Event()
         self._scheduler: threading.Thread | None = None
         self.writes = WriteGate()  # ingest, DML, DDL and refreshes take turns
+        self.auth_throttle = AuthThrottle()  # failed logins per address, both faces
 
     # -- users -------------------------------------------------------------------------------
 

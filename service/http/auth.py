@@ -23,8 +23,43 @@ def unauthorized(message: str) -> HTTPException:
     return HTTPException(status_code=401, detail=message, headers=CHALLENGE)
 
 
-def authenticate(server: Server, header: str | None, *, open_locally: bool) -> User:
-    """The user an Authorization header names; raises a 401 HTTPException otherwise."""
+def authenticate(
+    server: Server, header: str | None, *, open_locally: bool, address: str = "unknown"
+) -> User:
+    """The user an Authorization header names; raises a 401 HTTPException otherwise.
+
+    Failed logins count against the caller's address (service/throttle.py): past the limit the
+    address gets 429 until its lockout ends, without its credentials being checked.
+    """
+    if header and (wait_s := server.auth_throttle.wait_s(address)):
+        raise HTTPException(
+            status_code=429,
+            detail=f"too many failed logins from {address}: try again in {wait_s:.0f} s",
+            headers={"Retry-After": str(int(wait_s) + 1)},
+        )
+    try:
+        user = _authenticate(server, header, open_locally=open_locally)
+    except HTTPException:
+        if header:
+            server.auth_throttle.failed(address, _claimed_user(header), "HTTP")
+        raise
+    if header:
+        server.auth_throttle.succeeded(address)
+    return user
+
+
+def _claimed_user(header: str) -> str:
+    """The user name a Basic header claims ('<token>' for Bearer): for the log, no secret."""
+    scheme, _, value = header.strip().partition(" ")
+    if scheme.lower() != "basic":
+        return "<token>"
+    try:
+        return base64.b64decode(value.strip(), validate=True).decode().partition(":")[0]
+    except (binascii.Error, UnicodeDecodeError):
+        return "<malformed>"
+
+
+def _authenticate(server: Server, header: str | None, *, open_locally: bool) -> User:
     if not header:
         if open_locally:
             return LOCAL
@@ -52,5 +87,8 @@ def current_user(request: Request) -> User:
     """FastAPI dependency: the calling user."""
     state = request.app.state
     return authenticate(
-        state.server, request.headers.get("authorization"), open_locally=state.open_locally
+        state.server,
+        request.headers.get("authorization"),
+        open_locally=state.open_locally,
+        address=request.client.host if request.client else "unknown",
     )

@@ -19,7 +19,7 @@ CANCEL_REQUEST = 80877102
 _I32 = struct.Struct("!i")
 _I16 = struct.Struct("!h")
 _HEADER = struct.Struct("!ci")
-MAX_MESSAGE_BYTES = 1 << 30
+MAX_MESSAGE_BYTES = 64 << 20  # a client claiming more is cut off (08P01), not buffered
 
 
 class ProtocolViolation(Exception):

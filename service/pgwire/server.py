@@ -8,6 +8,7 @@ connection by (process id, secret) and interrupt its session.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import functools
@@ -51,6 +52,7 @@ class PgServer:
         self.active: dict[int, tuple[int, Any]] = {}  # pid -> (secret, session)
         self._next_pid = 1000
         self._lock = threading.Lock()
+        self._per_user: collections.Counter[str] = collections.Counter()
 
     async def blocking(self, fn: Callable[..., R], *args: Any) -> R:
         loop = asyncio.get_running_loop()
@@ -74,24 +76,66 @@ class PgServer:
         any_users = getattr(self.server, "any_users", None)
         return loopback and callable(any_users) and not await self.blocking(any_users)
 
+    async def _log_in(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> tuple[Any, Any]:
+        """Startup, then SCRAM (or the local admin of a server without users), throttled."""
+        hello = await negotiate(reader, writer, self.tls, self.cancel)
+        if await self._open_locally(writer):
+            writer.write(codec.authentication(0) + codec.notice_response("01000", LOCAL_NOTICE))
+            return hello, backend.local_admin(hello.user)
+        peer = writer.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
+        throttle = getattr(self.server, "auth_throttle", None)
+        if throttle is not None and (wait_s := throttle.wait_s(address)):
+            message = f"too many failed logins from {address}: try again in {wait_s:.0f} s"
+            raise Rejected(codec.error_response("28000", message, severity="FATAL"))
+        try:
+            secret = await authenticate(
+                reader,
+                writer,
+                hello.user,
+                lambda name: self.blocking(backend.scram_secret, self.server, name),
+            )
+        except Rejected:
+            if throttle is not None:
+                throttle.failed(address, hello.user, "pgwire")
+            raise
+        if throttle is not None:
+            throttle.succeeded(address)
+        return hello, backend.user_of(secret)
+
+    def _admit(self, name: str, limits: Any) -> str:
+        """Count a connection of user `name`; refuse one past the per-user limit."""
+        most = getattr(limits, "max_connections_per_user", None)
+        with self._lock:
+            if most is not None and self._per_user[name] >= most:
+                raise Rejected(
+                    codec.error_response(
+                        "53300", f"too many connections for user {name} (at most {most})", "FATAL"
+                    )
+                )
+            self._per_user[name] += 1
+        return name
+
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         session = None
         pid = 0
         # a deep write buffer lets the next batch be encoded while the last one is on the wire
         writer.transport.set_write_buffer_limits(high=WRITE_BUFFER_BYTES)
+        user_name = None
         try:
-            hello = await negotiate(reader, writer, self.tls, self.cancel)
-            if await self._open_locally(writer):
-                user = backend.local_admin(hello.user)
-                writer.write(codec.authentication(0) + codec.notice_response("01000", LOCAL_NOTICE))
-            else:
-                secret = await authenticate(
-                    reader,
-                    writer,
-                    hello.user,
-                    lambda name: self.blocking(backend.scram_secret, self.server, name),
-                )
-                user = backend.user_of(secret)
+            limits = getattr(self.server, "limits", None)
+            startup_s = getattr(limits, "startup_timeout_s", 30.0)
+            try:  # a client that dribbles its startup bytes (slowloris) is dropped
+                hello, user = await asyncio.wait_for(self._log_in(reader, writer), startup_s)
+            except TimeoutError:
+                raise Rejected(
+                    codec.error_response(
+                        "08P01", f"startup and login took more than {startup_s:g} s", "FATAL"
+                    )
+                ) from None
+            user_name = self._admit(user.name, limits)
             session = await self.blocking(self.server.session, user)
             if hasattr(session, "max_rows"):
                 session.max_rows = None  # row caps are for HTTP; time and memory limits stay
@@ -127,6 +171,9 @@ class PgServer:
             log.exception("pgwire connection failed")
             writer.write(codec.error_response("XX000", str(error), severity="FATAL"))
         finally:
+            if user_name is not None:
+                with self._lock:
+                    self._per_user[user_name] -= 1
             self.active.pop(pid, None)
             if session is not None:
                 with contextlib.suppress(RuntimeError):  # the pool is gone at shutdown
