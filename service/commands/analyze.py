@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from service import render
-from service.commands.common import open_engine
+from service.commands.common import open_engine, output_options
 from service.commands.sql import check_binary_target, emit
 from warehouse.analyses import all_analyses, parse_assignments, run_analysis
 from warehouse.errors import UserError
@@ -24,28 +23,7 @@ from warehouse.errors import UserError
     metavar="NAME=VALUE",
     help="A parameter the analysis declares (repeatable); others keep their defaults.",
 )
-@click.option(
-    "--format",
-    "-f",
-    "fmt",
-    type=click.Choice(render.FORMATS),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to FILE instead of stdout.",
-)
-@click.option(
-    "--max-rows",
-    type=click.IntRange(min=1),
-    default=200,
-    show_default=True,
-    help="Rows shown by --format table.",
-)
+@output_options
 @click.pass_context
 def analyze(
     ctx: click.Context,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -42,3 +44,36 @@ def shared_data() -> Path:
     """`$WANKA_SHARED_DATA`, else the shared/data folder beside this checkout."""
     found = os.environ.get("WANKA_SHARED_DATA")
     return Path(found) if found else Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def output_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--format/-f`, `--output/-o` and `--max-rows`: how a command that prints rows prints them."""
+    from service import render
+
+    options = (
+        click.option(
+            "--format",
+            "-f",
+            "fmt",
+            type=click.Choice(render.FORMATS),
+            default="table",
+            show_default=True,
+            help="Output format.",
+        ),
+        click.option(
+            "--output",
+            "-o",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Write to FILE instead of stdout.",
+        ),
+        click.option(
+            "--max-rows",
+            type=click.IntRange(min=1),
+            default=200,
+            show_default=True,
+            help="Rows shown by --format table.",
+        ),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command

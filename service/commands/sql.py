@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 
 from service import render, terminal
-from service.commands.common import open_engine
+from service.commands.common import open_engine, output_options
 from service.commands.lake import engine_options, open_lake_engine
 from warehouse.engines.portable import NotPortable, portability_problems
 from warehouse.errors import UserError
@@ -20,28 +20,7 @@ from warehouse.query import execute, one_line, sql_error
 
 @click.command()
 @click.argument("query")
-@click.option(
-    "--format",
-    "-f",
-    "fmt",
-    type=click.Choice(render.FORMATS),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to FILE instead of stdout.",
-)
-@click.option(
-    "--max-rows",
-    type=click.IntRange(min=1),
-    default=200,
-    show_default=True,
-    help="Rows shown by --format table.",
-)
+@output_options
 @engine_options
 @click.pass_context
 def sql(
