@@ -1,4 +1,4 @@
-"""The serve process: one `Server` owns the database; one `Session` per client connection.
+"""One client connection of the serve process (`service.server.Server` hands them out).
 
 Every face (HTTP per request, pgwire per connection) runs user SQL through `Session.run`:
 check it against the user's role (`warehouse.security.policy`), run it on the session's own
@@ -9,7 +9,6 @@ the caller waiting) and a row cap, and hand back an Arrow stream.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -18,13 +17,11 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from service.throttle import AuthThrottle
 from service.watchdog import WATCHDOG
-from service.writes import WriteGate, WriterBusy
+from service.writes import WriteGate
 from warehouse.errors import UserError, WankaError
 from warehouse.query import execute, one_line
 from warehouse.security import policy
-from warehouse.security import users as users_module
 from warehouse.security.users import User
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -260,231 +257,3 @@ def _lower(asked: int | None, limit: int | None) -> int | None:
     if asked is None:
         return limit
     return asked if limit is None else min(asked, limit)
-
-
-# -- the server ----------------------------------------------------------------------------
-
-_AUTH_CACHE_S = 60.0
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one query may take. Requests may lower these, never raise them."""
-
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    max_rows_json: int = 100_000  # JSON is for people and small tools: capped by default
-    max_rows: int | None = None  # every other format: uncapped unless configured
-    memory_limit: str | None = None  # DuckDB's memory_limit for the instance, e.g. '8GB'
-    max_upload_bytes: int = 1 << 30  # one ingest request body
-    max_connections_per_user: int = 64  # pgwire connections one user may hold at once
-    startup_timeout_s: float = 30.0  # pgwire: to finish startup and login (slowloris guard)
-
-
-class Server:
-    """The one process that owns the database file while serving it.
-
-    Opens the engine, locks it down for user SQL (no file access, settings locked, memory
-    limit), checks credentials (caching successful checks: PBKDF2 per request would cap a busy
-    server at a few hundred requests a second), hands out sessions, and runs the refresh
-    scheduler in a thread of its own with its own cursor.
-    """
-
-    def __init__(
-        self, path: str | None, *, limits: Limits | None = None, lock_down: bool = True
-    ) -> None:
-        from service.metrics import Metrics
-        from warehouse.engine import Engine
-
-        self.limits = limits or Limits()
-        self.engine = Engine(path)
-        self.schema_version = self.engine.schema_version
-        if lock_down:
-            self.engine.lock_down(memory_limit=self.limits.memory_limit)
-        self.metrics = Metrics()
-        self._auth_lock = threading.Lock()
-        self._basic_cache: dict[tuple[str, bytes], tuple[User, float]] = {}
-        self._token_cache: dict[str, tuple[User, float]] = {}
-        self._stop = threading.Event()
-        self._scheduler: threading.Thread | None = None
-        self.writes = WriteGate()  # ingest, DML, DDL and refreshes take turns
-        self.auth_throttle = AuthThrottle()  # failed logins per address, both faces
-
-    # -- users -------------------------------------------------------------------------------
-
-    def with_cursor(self, work: Any) -> Any:
-        """`work(cursor)` on a cursor of its own, closed afterwards."""
-        cur = self.engine.cursor()
-        try:
-            return work(cur)
-        finally:
-            cur.close()
-
-    def any_users(self) -> bool:
-        return bool(self.with_cursor(users_module.any_users))
-
-    def scram_secret(self, name: str) -> users_module.ScramSecret | None:
-        """The SCRAM verifiers of `name`, for pgwire's authentication exchange."""
-        return self.with_cursor(lambda cur: users_module.scram_secret(cur, name))
-
-    def check_password(self, name: str, password: str) -> User | None:
-        """HTTP Basic: the user when the password is right; successes cached for a minute."""
-        import hashlib
-
-        key = (name, hashlib.sha256(password.encode()).digest())
-        now = time.monotonic()
-        with self._auth_lock:
-            hit = self._basic_cache.get(key)
-        if hit is not None and hit[1] > now:
-            return hit[0]
-        user = self.with_cursor(lambda cur: users_module.check_password(cur, name, password))
-        if user is not None:
-            with self._auth_lock:
-                self._basic_cache[key] = (user, now + _AUTH_CACHE_S)
-        return user
-
-    def check_token(self, token: str) -> User | None:
-        """Bearer: the token's user; successes cached for a minute, last use noted then."""
-        now = time.monotonic()
-        with self._auth_lock:
-            hit = self._token_cache.get(token)
-        if hit is not None and hit[1] > now:
-            return hit[0]
-
-        def check(cur: duckdb.DuckDBPyConnection) -> User | None:
-            user = users_module.check_token(cur, token)
-            if user is not None:
-                # another request may note the same use at the same moment: one is enough
-                with contextlib.suppress(duckdb.TransactionException):
-                    users_module.touch_token(cur, token)
-            return user
-
-        user = self.with_cursor(check)
-        if user is not None:
-            with self._auth_lock:
-                self._token_cache[token] = (user, now + _AUTH_CACHE_S)
-        return user
-
-    def forget_credentials(self) -> None:
-        """Drop cached credential checks (after users or tokens change)."""
-        with self._auth_lock:
-            self._basic_cache.clear()
-            self._token_cache.clear()
-
-    # -- work --------------------------------------------------------------------------------
-
-    def session(self, user: User, *, json_rows: bool = False) -> Session:
-        """A session of `user` on a cursor of its own; close it when the client goes."""
-        cap = self.limits.max_rows_json if json_rows else self.limits.max_rows
-        return Session(
-            self.engine.cursor(),
-            user,
-            timeout_s=self.limits.timeout_s,
-            max_rows=cap,
-            writes=self.writes,
-        )
-
-    def require(self, user: User, role: str, what: str) -> None:
-        """Raise policy.Refused unless `user`'s role includes `role`."""
-        from warehouse.security.users import ROLES
-
-        if ROLES.index(user.role) < ROLES.index(role):
-            raise policy.Refused(f"{what} needs the {role} role; {user.name} is a {user.role}")
-
-    def ingest(
-        self,
-        user: User,
-        fmt: str,
-        uploads: list[tuple[str, Any]],
-        options: Any,
-        *,
-        force: bool = False,
-    ) -> list[Any]:
-        """Ingest uploaded streams (name, file) as the CLI would: one batch per stream."""
-        from warehouse.ingest import ingest_stream
-
-        self.require(user, "writer", "ingest")
-        results = []
-        for name, stream in uploads:
-            # an ingest may take minutes: it waits for another writer as long as it could run
-            with self.writes.hold(stream, self.limits.timeout_s * 10):
-                result = ingest_stream(self.engine, fmt, stream, name, options, force=force)
-            for table, rows in result.rows.items():
-                self.metrics.count(
-                    "wanka_ingest_rows_total", "Rows ingested.", rows, format=fmt, table=table
-                )
-            self.metrics.count(
-                "wanka_ingest_rejects_total",
-                "Lines rejected by ingest.",
-                result.rejected,
-                format=fmt,
-            )
-            results.append(result)
-        return results
-
-    def refresh(
-        self, user: User, name: str, *, full: bool = False
-    ) -> list[tuple[Any, float | None]]:
-        """Refresh dynamic table `name` now; each outcome with its duration in seconds."""
-        from warehouse.dynamic.schedule import run_due, seconds
-
-        self.require(user, "writer", "refresh")
-
-        def work(cur: duckdb.DuckDBPyConnection) -> list[tuple[Any, float | None]]:
-            return [(o, seconds(cur, o)) for o in run_due(cur, name=name, full=full)]
-
-        with self.writes.hold(work, self.limits.timeout_s):
-            return self.with_cursor(work)
-
-    # -- scheduler ---------------------------------------------------------------------------
-
-    def start_scheduler(self, interval_s: float = 10.0) -> None:
-        """Refresh due dynamic tables every `interval_s` in a thread of its own."""
-        self._scheduler = threading.Thread(
-            target=self._schedule, args=(interval_s,), name="wanka-scheduler", daemon=True
-        )
-        self._scheduler.start()
-
-    def _schedule(self, interval_s: float) -> None:
-        from warehouse.dynamic.schedule import run_due
-
-        cur = self.engine.cursor()
-        try:
-            while not self._stop.wait(interval_s):
-                try:
-                    with self.writes.hold(cur, interval_s):
-                        outcomes = run_due(cur)
-                except WriterBusy:
-                    self.metrics.count(
-                        "wanka_scheduler_waits_total",
-                        "Scheduler passes skipped while another write held the database.",
-                    )
-                    continue
-                except Exception as error:  # the loop must outlive any one failure
-                    self.metrics.count(
-                        "wanka_scheduler_errors_total",
-                        "Scheduler passes that failed.",
-                        error=type(error).__name__,
-                    )
-                    continue
-                for outcome in outcomes:
-                    self.metrics.count(
-                        "wanka_refreshes_total",
-                        "Dynamic table refreshes by the scheduler.",
-                        table=outcome.name,
-                        outcome=type(outcome).__name__.lower(),
-                    )
-        finally:
-            cur.close()
-
-    def close(self) -> None:
-        """Stop the scheduler and close the database."""
-        self._stop.set()
-        if self._scheduler is not None:
-            self._scheduler.join(timeout=30)
-        self.engine.close()
-
-    def __enter__(self) -> Server:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

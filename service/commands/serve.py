@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from service.session import Limits, Server
+from service.server import Limits, Server
 from warehouse.errors import UserError
 
 

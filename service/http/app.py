@@ -12,7 +12,8 @@ from fastapi.responses import JSONResponse
 
 from service import web
 from service.http import routes_catalog, routes_ingest, routes_query
-from service.session import OutOfMemory, QueryCancelled, QueryTimeout, Server
+from service.server import Server
+from service.session import OutOfMemory, QueryCancelled, QueryTimeout
 from warehouse.errors import UserError, WankaError
 from warehouse.security.policy import Refused
 

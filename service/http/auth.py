@@ -12,7 +12,7 @@ import binascii
 
 from fastapi import HTTPException, Request
 
-from service.session import Server
+from service.server import Server
 from warehouse.security.users import User
 
 LOCAL = User("local", "admin")

@@ -14,7 +14,8 @@ from fastapi.responses import StreamingResponse
 from service.http.auth import current_user
 from service.http.models import Error, Format, QueryRequest, QueryResponse
 from service.http.stream import MEDIA_TYPES, RENDERERS, first_batch
-from service.session import Server, Session
+from service.server import Server
+from service.session import Session
 from warehouse.errors import UserError
 from warehouse.security.users import User
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.http.auth import current_user
 from service.http.models import Format, QueryRequest
 from service.http.routes_query import answer
-from service.session import Server
+from service.server import Server
 from warehouse.analyses import all_analyses, analysis_named
 from warehouse.analyses.params import bind
 from warehouse.report import build_html

@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 
 from service.http import create_app
 from service.pgwire import start
-from service.session import Limits, Server
+from service.server import Limits, Server
 from service.throttle import AuthThrottle
 from warehouse.security import users
 

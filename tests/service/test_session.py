@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from service.session import Limits, QueryTimeout, Server
+from service.server import Limits, Server
+from service.session import QueryTimeout
 from warehouse.errors import UserError
 from warehouse.security.policy import Refused
 from warehouse.security.users import User, add_user

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from service.session import Limits, Server
+from service.server import Limits, Server
 from service.writes import WriterBusy
 from warehouse.security.users import User
 

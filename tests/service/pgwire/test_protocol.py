@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from service.pgwire import codec, start
-from service.session import Server
+from service.server import Server
 
 
 @pytest.fixture(scope="module")
