@@ -13,10 +13,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -27,6 +24,7 @@ import httpx
 import pyarrow.csv as pacsv
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
+from serving import start_server, wanka  # bench/ is the script's folder on sys.path
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = (
@@ -34,37 +32,6 @@ QUERY = (
     "TIMESTAMPTZ '2026-01-01' + to_seconds(range) AS ts FROM range({rows})"
 )
 USER, PASSWORD = "bench", "bench-password"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wanka(db: str, *args: str, stdin: str | None = None) -> None:
-    command = [sys.executable, "-c", "from service.cli import main; main()", "--db", db, *args]
-    subprocess.run(command, input=stdin, text=True, check=True, cwd=REPO, capture_output=True)
-
-
-def start_server(db: str, rows: int) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    command = [
-        sys.executable, "-c", "from service.cli import main; main()", "--db", db, "serve",
-        "--http-port", str(port), "--pg-port", "0", "--refresh-interval-s", "0",
-        "--max-rows-json", str(rows),
-    ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, env=dict(os.environ))
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            time.sleep(0.05)
-    process.kill()
-    raise SystemExit("wanka serve did not start")
 
 
 def median_s(work: object, runs: int) -> float:
@@ -155,7 +122,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         db = str(Path(folder) / "bench.duckdb")
         wanka(db, "user", "add", USER, "--role", "reader", "--password-stdin", stdin=PASSWORD)
-        process, url = start_server(db, args.rows)
+        process, url = start_server(
+            db, "--pg-port", "0", "--refresh-interval-s", "0", "--max-rows-json", str(args.rows)
+        )
         try:
             results = throughput(url, args.rows, args.runs)
             lat, wall = latency(url, args.clients, args.per_client)

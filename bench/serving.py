@@ -1,0 +1,46 @@
+"""Start a real `wanka serve` for a benchmark, and the CLI calls that prepare its database."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+WANKA = [sys.executable, "-c", "from service.cli import main; main()"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wanka(db: str, *args: str, stdin: str | None = None) -> None:
+    """Run a `wanka` command on `db` (e.g. `user add`), failing loudly."""
+    subprocess.run(
+        [*WANKA, "--db", db, *args], input=stdin, text=True, check=True, cwd=REPO,
+        capture_output=True,
+    )  # fmt: skip
+
+
+def start_server(db: str, *options: str) -> tuple[subprocess.Popen[bytes], str]:
+    """`wanka serve` on a free HTTP port with `options`; (process, URL) once /healthz answers."""
+    port = free_port()
+    command = [*WANKA, "--db", db, "serve", "--http-port", str(port), *options]
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, env=dict(os.environ))
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            time.sleep(0.05)  # polling for start-up, not timing anything
+    process.kill()
+    raise SystemExit("wanka serve did not start")
