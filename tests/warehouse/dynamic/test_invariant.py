@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.warehouse.dynamic.dimension import place_node
 from warehouse.engine import Engine
 from warehouse.query import execute
 
@@ -88,11 +89,7 @@ def _apply(eng: Engine, action: str, arg: object) -> None:
     elif action == "update":
         con.execute("UPDATE gpu_metrics SET value = value + 1 WHERE value > ?", [arg])
     elif action == "node":
-        host, cluster = arg  # type: ignore[misc]
-        if con.execute("SELECT count(*) FROM nodes WHERE host = ?", [host]).fetchall()[0][0]:
-            con.execute("UPDATE nodes SET cluster = ? WHERE host = ?", [cluster, host])
-        else:
-            con.execute("INSERT INTO nodes (host, cluster) VALUES (?, ?)", [host, cluster])
+        place_node(con, *arg)  # type: ignore[misc]
     elif action == "node_delete":
         con.execute("DELETE FROM nodes WHERE host = ?", [arg])
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.warehouse.dynamic.dimension import place_node
 from warehouse.dynamic.shipped import install_shipped, shipped_folder
 from warehouse.engine import Engine
 from warehouse.query import execute
@@ -69,11 +70,7 @@ def apply(eng: Engine, action: str, arg: object) -> None:
     elif action == "job_delete":
         con.execute("DELETE FROM jobs WHERE job_id = ?", [arg])
     elif action == "node":
-        host, cluster = arg  # type: ignore[misc]
-        if con.execute("SELECT count(*) FROM nodes WHERE host = ?", [host]).fetchall()[0][0]:
-            con.execute("UPDATE nodes SET cluster = ? WHERE host = ?", [cluster, host])
-        else:
-            con.execute("INSERT INTO nodes (host, cluster) VALUES (?, ?)", [host, cluster])
+        place_node(con, *arg)  # type: ignore[misc]
     elif action == "node_delete":
         con.execute("DELETE FROM nodes WHERE host = ?", [arg])
     elif action == "samples_delete":
