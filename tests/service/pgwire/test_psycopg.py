@@ -230,7 +230,7 @@ def test_statement_timeout_interrupts(conn: psycopg.Connection) -> None:
 
 def test_no_users_means_local_admin_without_password(tmp_path) -> None:
     from service.pgwire import start
-    from service.session import Server
+    from service.server import Server
 
     server = Server(str(tmp_path / "empty.duckdb"))
     handle = start(server, "127.0.0.1", 0)
