@@ -37,10 +37,12 @@ class Connection:
         run_blocking: Callable[..., Any],
         timeout_s: float | None = None,
         pid: int = 0,
+        run_aside: Callable[..., Any] | None = None,
     ) -> None:
         self.reader, self.writer, self.session = reader, writer, session
         self.settings = settings
         self.blocking = run_blocking
+        self.aside = run_aside or run_blocking  # work that may overlap with writing
         self.default_timeout_s = timeout_s
         self.prepared: dict[str, Prepared] = {}
         self.portals: dict[str, Portal] = {}
@@ -57,6 +59,11 @@ class Connection:
 
     async def call(self, fn: Callable[..., R], *args: Any) -> R:
         result: R = await self.blocking(fn, *args)
+        return result
+
+    async def call_aside(self, fn: Callable[..., R], *args: Any) -> R:
+        """Like `call`, on another thread: for encoding ahead while earlier bytes go out."""
+        result: R = await self.aside(fn, *args)
         return result
 
     # -- loop ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Running a portal's statement: session commands, transaction control, SQL cursors, queries, COPY.
 
-Everything here runs on the connection's task; DuckDB work goes through `conn.call` (a worker
-thread), so the event loop never blocks.
+Everything here runs on the connection's task; DuckDB work goes through `conn.call` (inline on
+the connection's own thread) and encoding of large batches through `conn.call_aside` (a shared
+pool), so the next batch is encoded while the last one is on the wire.
 """
 
 from __future__ import annotations
@@ -224,7 +225,7 @@ async def _send_all(conn: Connection, portal: Portal) -> None:
                 ahead.append(done)
             else:
                 ahead.append(
-                    asyncio.ensure_future(conn.call(data_rows, batch, portal.oids, formats))
+                    asyncio.ensure_future(conn.call_aside(data_rows, batch, portal.oids, formats))
                 )
         if not ahead:
             break

@@ -1,7 +1,11 @@
 """The asyncio server: accept, start up, authenticate, hand over to `Connection`.
 
-The event loop runs in a daemon thread; DuckDB work runs in a thread pool (one `Session` per
-connection), so one slow query never stalls other clients. Cancel requests find their
+Like PostgreSQL's process per backend, each connection gets a thread of its own running its own
+small event loop, and its DuckDB work runs inline on that thread (one `Session` per connection).
+One slow query never stalls other clients, and no connection waits on a shared loop: with one
+loop for every client, each query's steps queued behind the GIL on that single thread, and
+under mixed load pgwire clients got a fifth of what HTTP clients did. Large result batches are
+encoded ahead on a small shared pool, overlapping the socket. Cancel requests find their
 connection by (process id, secret) and interrupt its session.
 """
 
@@ -15,6 +19,8 @@ import functools
 import ipaddress
 import logging
 import secrets
+import selectors
+import socket
 import ssl
 import threading
 from collections.abc import Callable
@@ -43,18 +49,24 @@ class PgServer:
         *,
         tls: ssl.SSLContext | None = None,
         timeout_s: float | None = None,
-        workers: int = 64,
+        encoders: int = 4,
     ) -> None:
         self.server = server
         self.tls = tls
         self.timeout_s = timeout_s
-        self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="pgwire")
+        # only for encoding large result batches ahead; everything else runs on the connection
+        self.pool = concurrent.futures.ThreadPoolExecutor(encoders, thread_name_prefix="pgwire-enc")
         self.active: dict[int, tuple[int, Any]] = {}  # pid -> (secret, session)
         self._next_pid = 1000
         self._lock = threading.Lock()
         self._per_user: collections.Counter[str] = collections.Counter()
 
     async def blocking(self, fn: Callable[..., R], *args: Any) -> R:
+        """Run `fn` on this connection's own thread: its loop serves no one else."""
+        return fn(*args)
+
+    async def in_pool(self, fn: Callable[..., R], *args: Any) -> R:
+        """Run `fn` on the shared encoder pool, so the connection can write meanwhile."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.pool, functools.partial(fn, *args))
 
@@ -157,7 +169,7 @@ class PgServer:
             )
             await writer.drain()
             connection = Connection(
-                reader, writer, session, settings, self.blocking, self.timeout_s, pid
+                reader, writer, session, settings, self.blocking, self.timeout_s, pid, self.in_pool
             )
             await connection.serve()
         except Rejected as rejected:
@@ -176,64 +188,146 @@ class PgServer:
                     self._per_user[user_name] -= 1
             self.active.pop(pid, None)
             if session is not None:
-                with contextlib.suppress(RuntimeError):  # the pool is gone at shutdown
-                    self.pool.submit(session.close)
+                with contextlib.suppress(Exception):
+                    session.close()
             with contextlib.suppress(Exception):
                 writer.close()
 
 
 class Handle:
-    """A running pgwire endpoint: `.port`, `.stop()`."""
+    """A running pgwire endpoint: `.port`, `.stop()`.
+
+    One thread accepts; each accepted connection runs `PgServer.handle` on a thread and event
+    loop of its own.
+    """
 
     def __init__(self, pg: PgServer, host: str, port: int) -> None:
         self.pg = pg
         self.host = host
         self.port = port
-        self.loop = asyncio.new_event_loop()
-        self._server: asyncio.AbstractServer | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="pgwire", daemon=True)
+        self.listeners: list[socket.socket] = []
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._open: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Task[None]]] = {}
+        self._threads: set[threading.Thread] = set()
+        self.thread = threading.Thread(target=self._accept, name="pgwire", daemon=True)
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
+    def _listen(self) -> None:
+        """Bind every address `host` names (like asyncio.start_server), all on one port."""
+        infos = socket.getaddrinfo(
+            self.host or None, self.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+        seen, failure = set(), None
+        for family, kind, proto, _, address in infos:
+            if (family, address[0]) in seen:
+                continue
+            seen.add((family, address[0]))
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                port = self.listeners[0].getsockname()[1] if self.listeners else address[1]
+                sock.bind((address[0], port, *address[2:]))
+                sock.listen(512)
+            except OSError as error:
+                sock.close()
+                failure = failure or error
+                continue
+            sock.setblocking(False)
+            self.listeners.append(sock)
+        if not self.listeners:
+            raise failure or OSError(f"cannot listen on {self.host}:{self.port}")
+        self.port = self.listeners[0].getsockname()[1]
+
+    def _accept(self) -> None:
+        with selectors.DefaultSelector() as selector:
+            for sock in self.listeners:
+                selector.register(sock, selectors.EVENT_READ)
+            while not self._stopping.is_set():
+                for key, _ in selector.select(timeout=0.2):
+                    try:
+                        client, _ = key.fileobj.accept()  # type: ignore[union-attr]
+                    except OSError:
+                        continue
+                    client.setblocking(False)
+                    thread = threading.Thread(
+                        target=self._serve_one, args=(client,), name="pgwire-conn", daemon=True
+                    )
+                    with self._lock:
+                        self._threads.add(thread)
+                    thread.start()
+
+    def _serve_one(self, client: socket.socket) -> None:
+        loop = asyncio.new_event_loop()
         try:
-            self._server = self.loop.run_until_complete(
-                asyncio.start_server(self.pg.handle, self.host, self.port, limit=1 << 20)
-            )
-            self.port = self._server.sockets[0].getsockname()[1]
-        except BaseException as error:
-            self._error = error
-            self._ready.set()
-            return
-        self._ready.set()
-        self.loop.run_forever()
+            loop.run_until_complete(self._connection(client, loop))
+        except Exception:  # the connection's own errors are answered inside handle()
+            log.exception("pgwire connection thread failed")
+        finally:
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+            client.close()
+            with self._lock:
+                self._threads.discard(threading.current_thread())
+
+    async def _connection(self, client: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        key = id(task)
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            self._open[key] = (loop, task)
+        try:
+            reader, writer = await _server_streams(loop, client)
+            try:
+                await self.pg.handle(reader, writer)
+            finally:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(writer.wait_closed(), 1)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            with self._lock:
+                self._open.pop(key, None)
 
     def start(self) -> Handle:
+        self._listen()
         self.thread.start()
-        self._ready.wait()
-        if self._error is not None:
-            raise self._error
         return self
 
     def stop(self) -> None:
-        """Stop accepting, end open connections, close the worker pool."""
-        if self.loop.is_closed() or not self.thread.is_alive():
+        """Stop accepting, end open connections, close the encoder pool."""
+        if self._stopping.is_set():
             return
-        future = asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop)
-        with contextlib.suppress(Exception):
-            future.result(timeout=5)
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._stopping.set()
         self.thread.join(timeout=5)
+        for sock in self.listeners:
+            with contextlib.suppress(OSError):
+                sock.close()
+        with self._lock:
+            open_now = list(self._open.values())
+            threads = list(self._threads)
+        for loop, task in open_now:
+            with contextlib.suppress(RuntimeError):  # its loop just finished
+                loop.call_soon_threadsafe(task.cancel)
+        for thread in threads:
+            thread.join(timeout=5)
         self.pg.pool.shutdown(wait=False, cancel_futures=True)
 
-    async def _shutdown(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+
+async def _server_streams(
+    loop: asyncio.AbstractEventLoop, client: socket.socket
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Streams over an accepted socket, marked server-side (what `start_tls` goes by)."""
+    ready: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = loop.create_future()
+    reader = asyncio.StreamReader(limit=1 << 20)
+    await loop.connect_accepted_socket(
+        lambda: asyncio.StreamReaderProtocol(reader, lambda r, w: ready.set_result((r, w))), client
+    )
+    return await ready
 
 
 def start(
