@@ -36,6 +36,7 @@ class Limits:
     memory_limit: str | None = None  # DuckDB's memory_limit for the instance, e.g. '8GB'
     max_upload_bytes: int = 1 << 30  # one ingest request body
     max_connections_per_user: int = 64  # pgwire connections one user may hold at once
+    max_connections: int = 256  # pgwire connections in all (each holds a thread)
     startup_timeout_s: float = 30.0  # pgwire: to finish startup and login (slowloris guard)
 
 

@@ -130,6 +130,17 @@ class PgServer:
             self._per_user[name] += 1
         return name
 
+    async def refuse(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, why: str
+    ) -> None:
+        """Answer a connection the server has no room for, as PostgreSQL does (53300)."""
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(negotiate(reader, writer, self.tls, self.cancel), 2.0)
+        with contextlib.suppress(Exception):
+            writer.write(codec.error_response("53300", f"sorry, {why}", severity="FATAL"))
+            await writer.drain()
+            writer.close()
+
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         session = None
         pid = 0
@@ -276,14 +287,23 @@ class Handle:
         task = asyncio.current_task()
         assert task is not None
         key = id(task)
+        limits = getattr(self.pg.server, "limits", None)
+        most = getattr(limits, "max_connections", None)
         with self._lock:
             if self._stopping.is_set():
                 return
-            self._open[key] = (loop, task)
+            full = most is not None and len(self._open) >= most
+            if not full:
+                self._open[key] = (loop, task)
         try:
             reader, writer = await _server_streams(loop, client)
             try:
-                await self.pg.handle(reader, writer)
+                if full:
+                    await self.pg.refuse(
+                        reader, writer, f"too many clients already (at most {most})"
+                    )
+                else:
+                    await self.pg.handle(reader, writer)
             finally:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(writer.wait_closed(), 1)

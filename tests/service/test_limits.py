@@ -95,6 +95,34 @@ def test_connections_per_user_are_capped(server: Server) -> None:
         handle.stop()
 
 
+def test_connections_in_all_are_capped(tmp_path: Path) -> None:
+    limits = Limits(max_connections=2)
+    with Server(str(tmp_path / "w.duckdb"), limits=limits) as served:
+        cur = served.engine.cursor()
+        users.add_user(cur, "ann", "reader", PASSWORD)
+        cur.close()
+        handle = start(served, "127.0.0.1", 0)
+        held = [psycopg.connect(dsn(handle.port)) for _ in range(2)]
+        try:
+            with pytest.raises(psycopg.OperationalError, match="too many clients already"):
+                psycopg.connect(dsn(handle.port))
+            assert held[0].execute("select 3").fetchone() == (3,)  # the others are served
+            held.pop().close()
+            deadline = time.monotonic() + 10
+            while True:  # the server notices the hang-up asynchronously
+                try:
+                    with psycopg.connect(dsn(handle.port)) as again:
+                        assert again.execute("select 4").fetchone() == (4,)
+                    break
+                except psycopg.OperationalError:
+                    assert time.monotonic() < deadline
+                    time.sleep(0.05)  # polling for the server to notice, not timing anything
+        finally:
+            for conn in held:
+                conn.close()
+            handle.stop()
+
+
 def test_slowloris_startup_is_dropped_while_others_are_served(server: Server) -> None:
     handle = start(server, "127.0.0.1", 0)
     try:
