@@ -15,7 +15,7 @@ Prints markdown tables: throughput and p50/p99 per face, ingest, refresh lag vs 
 The clients share this process (and its GIL) with the samplers, so on a small machine the
 figures are the system's, client included.
 
-Run: .venv/bin/python bench/bench_load.py [--duration-s 120] [--http-clients 64] [--pg-clients 32]
+Run: .venv/bin/python bench/bench_load.py [--duration-s 300] [--http-clients 64] [--pg-clients 32]
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from load_clients import (  # noqa: E402  (bench/ is the script's folder on sys.
     http_client,
     ingester,
     lag_sampler,
+    memory_sampler,
     pct,
     pg_client,
     rss_kib,
@@ -153,14 +154,7 @@ def report(
             f"| {name} | {samples.freshness[name]:g} | {pct(lags, 0.5):.1f} | "
             f"{max(lags, default=float('nan')):.1f} | {ok} | {failed} |"
         )
-    rss = [k / 1024 for k in samples.rss_kib] or [float("nan")]
-    tenths = [rss[min(len(rss) - 1, i * len(rss) // 10)] for i in range(10)] + [rss[-1]]
-    print(
-        f"\n| server RSS MiB | start | max | end |\n|---|---:|---:|---:|\n"
-        f"| sampled every 1 s ({len(rss)} samples) | {rss[0]:,.0f} | {max(rss):,.0f} | "
-        f"{rss[-1]:,.0f} |\n\nRSS at each tenth of the run (MiB): "
-        + ", ".join(f"{v:,.0f}" for v in tenths)
-    )
+    print_memory(samples)
     for name, face in faces.items():
         for line in (face.errors + face.provoked_wrong)[:5]:
             print(f"{name} error: {line}")
@@ -168,15 +162,49 @@ def report(
         print(f"ingest/sampler error: {line}")
 
 
+def print_memory(samples: Samples) -> None:
+    """Server memory over the run: RSS, and the part DuckDB's buffer manager holds."""
+    series = {
+        "RSS MiB": [k / 1024 for k in samples.rss_kib],
+        "DuckDB buffer manager MiB": [b / 2**20 for b in samples.duckdb_bytes],
+        "Python objects (thousands)": [b / 1e3 for b in samples.python_blocks],
+    }
+    print("\n| server memory, sampled every 1 s | start | max | end | at each tenth of the run |")
+    print("|---|---:|---:|---:|---|")
+    for name, values in series.items():
+        if not values:
+            continue
+        tenths = [values[min(len(values) - 1, i * len(values) // 10)] for i in range(10)]
+        print(
+            f"| {name} | {values[0]:,.0f} | {max(values):,.0f} | {values[-1]:,.0f} | "
+            + ", ".join(f"{v:,.0f}" for v in [*tenths, values[-1]])
+            + " |"
+        )
+    rss = series["RSS MiB"]
+    if len(rss) >= 20:  # growth once warm: median of the third quarter against the last tenth
+        half = len(rss) // 2
+        third_quarter = statistics.median(rss[half : half + len(rss) // 4])
+        last_tenth = statistics.median(rss[-max(1, len(rss) // 10) :])
+        minutes = (len(rss) - half - len(rss) // 8 - len(rss) // 20) / 60
+        print(
+            f"\nRSS in the second half: median {third_quarter:,.0f} MiB in its first half, "
+            f"{last_tenth:,.0f} MiB in the last tenth of the run "
+            f"({last_tenth - third_quarter:+,.0f} MiB, about "
+            f"{(last_tenth - third_quarter) / max(minutes, 1e-9):+,.1f} MiB a minute)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--duration-s", type=float, default=120)
+    parser.add_argument("--duration-s", type=float, default=300)
     parser.add_argument("--http-clients", type=int, default=64)
     parser.add_argument("--pg-clients", type=int, default=32)
     parser.add_argument("--ingest-every-s", type=float, default=3.0)
     parser.add_argument("--freshness-s", type=int, default=15)
     parser.add_argument("--gpus", type=int, default=256)
-    parser.add_argument("--memory-limit", help="the server's DuckDB memory limit, e.g. 512MB")
+    parser.add_argument(
+        "--memory-limit", default="1GB", help="the server's DuckDB memory limit (wanka serve's)"
+    )
     args = parser.parse_args()
     batches = int(args.duration_s / args.ingest_every_s) + 1
     with tempfile.TemporaryDirectory(prefix="wanka-load-") as tmp:
@@ -208,6 +236,7 @@ def run(
     jobs += [(pg_client, (pg_port, faces["pgwire"], stop, i)) for i in range(args.pg_clients)]
     jobs += [(ingester, (url, files, args.ingest_every_s, ingests, stop))]
     jobs += [(rss_sampler, (process.pid, samples, stop)), (lag_sampler, (url, samples, stop))]
+    jobs += [(memory_sampler, (url, samples, stop))]
     samples.rss_kib.append(rss_kib(process.pid))
     since = time.time()
     threads = [threading.Thread(target=f, args=a, daemon=True) for f, a in jobs]

@@ -112,6 +112,8 @@ def pg_client(port: int, face: Face, stop: threading.Event, seed: int) -> None:
 @dataclass
 class Samples:
     rss_kib: list[int] = field(default_factory=list)
+    duckdb_bytes: list[float] = field(default_factory=list)  # its buffer manager, all tags
+    python_blocks: list[float] = field(default_factory=list)
     lag: dict[str, list[float]] = field(default_factory=dict)
     freshness: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -120,6 +122,26 @@ class Samples:
 def rss_sampler(pid: int, samples: Samples, stop: threading.Event) -> None:
     while not stop.wait(1.0):
         samples.rss_kib.append(rss_kib(pid))
+
+
+def memory_sampler(url: str, samples: Samples, stop: threading.Event) -> None:
+    """Who holds the memory: DuckDB's buffer manager and Python's allocator, from /metrics."""
+    with httpx.Client(base_url=url, auth=(READER, PASSWORD), timeout=60) as client:
+        while not stop.wait(1.0):
+            try:
+                answer = client.get("/metrics")
+                answer.raise_for_status()
+            except httpx.HTTPError as error:
+                samples.errors.append(str(error))
+                continue
+            duckdb, blocks = 0.0, 0.0
+            for line in answer.text.splitlines():
+                if line.startswith("wanka_duckdb_memory_bytes{"):
+                    duckdb += float(line.split()[-1])
+                elif line.startswith("wanka_python_allocated_blocks"):
+                    blocks = float(line.split()[-1])
+            samples.duckdb_bytes.append(duckdb)
+            samples.python_blocks.append(blocks)
 
 
 def lag_sampler(url: str, samples: Samples, stop: threading.Event) -> None:

@@ -101,6 +101,14 @@ def refresh_lag_s(cur: duckdb.DuckDBPyConnection) -> dict[str, float]:
     return {t["name"]: t["lag_s"] for t in list_dynamic_tables(cur) if t["lag_s"] is not None}
 
 
+def duckdb_memory(cur: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Bytes DuckDB's buffer manager holds now, by tag (BASE_TABLE, HASH_TABLE, ...), non-zero."""
+    rows = cur.execute(
+        "SELECT tag, memory_usage_bytes FROM duckdb_memory() WHERE memory_usage_bytes > 0"
+    ).fetchall()
+    return {str(tag): int(used) for tag, used in rows}
+
+
 def check_known(name: str, names: frozenset[str]) -> str:
     """`name` when it is one of `names`, else a UserError."""
     if name not in names:

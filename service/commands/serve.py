@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from service import memory
 from service.server import Limits, Server
 from warehouse.errors import UserError
 
@@ -87,6 +88,9 @@ def run_server(
 
     from service.http import create_app
 
+    memory.limit_arenas()  # before the threads start: see service/memory.py
+    memory.use_jemalloc_for_arrow()
+    trimmer = memory.Trimmer().start()
     server = Server(db, limits=limits)
     try:
         users_exist = server.any_users()
@@ -134,6 +138,7 @@ def run_server(
                 pg.stop()
     finally:
         server.close()
+        trimmer.stop()
 
 
 @click.command()

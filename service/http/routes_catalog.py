@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -97,17 +98,41 @@ def healthz(request: Request) -> Health:
     )
 
 
+def resident_bytes() -> float | None:
+    """This process's resident set size (Linux /proc), None where there is no /proc."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
 @router.get("/metrics", tags=["service"], response_class=PlainTextResponse)
 def metrics(request: Request) -> PlainTextResponse:
     """Prometheus text: queries, errors, latencies, ingest rows, refresh lag per dynamic table."""
     server = _server(request)
     lag = server.with_cursor(describe.refresh_lag_s)
+    duckdb_memory = server.with_cursor(describe.duckdb_memory)
     gauges: dict[str, tuple[str, dict[tuple[tuple[str, str], ...], float]]] = {
         "wanka_dynamic_table_lag_seconds": (
             "Seconds since the data a dynamic table reflects.",
             {(("table", str(name)),): float(value) for name, value in lag.items()},
-        )
+        ),
+        "wanka_duckdb_memory_bytes": (
+            "Memory DuckDB's buffer manager holds, by tag (bounded by --memory-limit).",
+            {(("tag", tag),): float(used) for tag, used in duckdb_memory.items()},
+        ),
+        "wanka_python_allocated_blocks": (
+            "Objects the Python allocator holds (sys.getallocatedblocks).",
+            {(): float(sys.getallocatedblocks())},
+        ),
     }
+    rss = resident_bytes()
+    if rss is not None:
+        gauges["process_resident_memory_bytes"] = ("Resident memory of the process.", {(): rss})
     return PlainTextResponse(
         server.metrics.render(gauges), media_type="text/plain; version=0.0.4; charset=utf-8"
     )

@@ -96,3 +96,16 @@ def test_metrics_count_queries_errors_and_ingest(served: Served) -> None:
     assert 'wanka_query_errors_total{error="Refused",face="http"}' in text
     assert "wanka_query_duration_seconds_bucket" in text
     assert 'wanka_ingest_rows_total{format="inventory",table="nodes"}' in text
+
+
+def test_metrics_show_memory_by_holder(served: Served) -> None:
+    text = served.client.get("/metrics").text
+    gauges = {
+        line.split()[0]: float(line.split()[1])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+    assert gauges["process_resident_memory_bytes"] > 10 << 20  # a Python process with DuckDB
+    assert gauges["wanka_python_allocated_blocks"] > 10_000
+    duckdb_tags = [k for k in gauges if k.startswith("wanka_duckdb_memory_bytes{tag=")]
+    assert duckdb_tags and all(gauges[k] > 0 for k in duckdb_tags)
