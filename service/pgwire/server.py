@@ -1,4 +1,4 @@
-"""The asyncio server: accept, start up, authenticate, hand over to `Connection`.
+"""The PostgreSQL server: accept, start up, authenticate, hand over to `Connection`.
 
 Like PostgreSQL's process per backend, each connection gets a thread of its own running its own
 small event loop, and its DuckDB work runs inline on that thread (one `Session` per connection).
@@ -23,6 +23,7 @@ import selectors
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -333,8 +334,11 @@ class Handle:
         for loop, task in open_now:
             with contextlib.suppress(RuntimeError):  # its loop just finished
                 loop.call_soon_threadsafe(task.cancel)
+        for _, session in list(self.pg.active.values()):
+            session.interrupt()  # a statement running inline ends now, not when it is done
+        deadline = time.monotonic() + 5
         for thread in threads:
-            thread.join(timeout=5)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
         self.pg.pool.shutdown(wait=False, cancel_futures=True)
 
 

@@ -11,6 +11,7 @@ import base64
 import logging
 import socket
 import struct
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,3 +160,25 @@ def test_basic_header_of_a_token_is_logged_as_a_token() -> None:
 
     basic = "Basic " + base64.b64encode(b"ann:secret").decode()
     assert _claimed_user(basic) == "ann" and _claimed_user("Bearer wk_abc") == "<token>"
+
+
+def test_stopping_ends_connections_mid_statement(server: Server) -> None:
+    handle = start(server, "127.0.0.1", 0)
+    conn = psycopg.connect(dsn(handle.port))
+    failed: list[BaseException] = []
+
+    def long_query() -> None:
+        try:
+            conn.execute("SELECT count(*) FROM range(100000000000) a WHERE a.range % 7 = 3")
+        except psycopg.Error as error:
+            failed.append(error)
+
+    runner = threading.Thread(target=long_query)
+    runner.start()
+    time.sleep(0.5)  # let the statement start inside DuckDB
+    started = time.monotonic()
+    handle.stop()
+    runner.join(timeout=30)
+    assert time.monotonic() - started < 6 and not runner.is_alive()
+    assert failed  # the client hears of it rather than hanging
+    conn.close()
