@@ -164,9 +164,13 @@ def report(
 
 def print_memory(samples: Samples) -> None:
     """Server memory over the run: RSS, and the part DuckDB's buffer manager holds."""
+    rss = [k / 1024 for k in samples.rss_kib]
+    duckdb = [b / 2**20 for b in samples.duckdb_bytes]
     series = {
-        "RSS MiB": [k / 1024 for k in samples.rss_kib],
-        "DuckDB buffer manager MiB": [b / 2**20 for b in samples.duckdb_bytes],
+        "RSS MiB": rss,
+        "DuckDB buffer manager MiB": duckdb,
+        # the rest: allocators, Python, DuckDB outside its buffer manager (samples 1 s apart)
+        "RSS − DuckDB buffer manager MiB": [r - d for r, d in zip(rss[1:], duckdb, strict=False)],
         "Python objects (thousands)": [b / 1e3 for b in samples.python_blocks],
     }
     print("\n| server memory, sampled every 1 s | start | max | end | at each tenth of the run |")
@@ -180,17 +184,20 @@ def print_memory(samples: Samples) -> None:
             + ", ".join(f"{v:,.0f}" for v in [*tenths, values[-1]])
             + " |"
         )
-    rss = series["RSS MiB"]
-    if len(rss) >= 20:  # growth once warm: median of the third quarter against the last tenth
-        half = len(rss) // 2
-        third_quarter = statistics.median(rss[half : half + len(rss) // 4])
-        last_tenth = statistics.median(rss[-max(1, len(rss) // 10) :])
-        minutes = (len(rss) - half - len(rss) // 8 - len(rss) // 20) / 60
+    print()
+    for name in ("RSS MiB", "RSS − DuckDB buffer manager MiB"):
+        values = series[name]
+        if len(values) < 120:  # too short to speak of a trend
+            continue
+        # once warm: the median of the second half's first half against that of the last tenth
+        half, n = len(values) // 2, len(values)
+        early = statistics.median(values[half : half + n // 4])
+        late = statistics.median(values[-(n // 10) :])
+        minutes = (n - n // 20 - (half + n // 8)) / 60  # between the two windows' middles
         print(
-            f"\nRSS in the second half: median {third_quarter:,.0f} MiB in its first half, "
-            f"{last_tenth:,.0f} MiB in the last tenth of the run "
-            f"({last_tenth - third_quarter:+,.0f} MiB, about "
-            f"{(last_tenth - third_quarter) / max(minutes, 1e-9):+,.1f} MiB a minute)"
+            f"{name.removesuffix(' MiB')}, second half of the run: median {early:,.0f} MiB, then "
+            f"{late:,.0f} MiB in the last tenth ({late - early:+,.0f} MiB, "
+            f"{(late - early) / minutes:+,.1f} MiB a minute)  "
         )
 
 
