@@ -49,6 +49,18 @@ def _labels(labels: Labels) -> str:
     return "{" + body + "}"
 
 
+def _number(value: float) -> str:
+    """A sample value in full precision (`:g` keeps six digits: counters past a million blur).
+
+    >>> _number(3), _number(0.25), _number(773022208.0), _number(41369601)
+    ('3', '0.25', '773022208', '41369601')
+    """
+    value = float(value)
+    if value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(value)
+
+
 class Metrics:
     """Thread-safe counters and histograms; `render()` writes the exposition text."""
 
@@ -82,7 +94,7 @@ class Metrics:
             for name, (kind, help_text) in sorted(self._help.items()):
                 lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
                 for key, value in sorted(self._counters[name].items()):
-                    lines.append(f"{name}{_labels(key)} {value:g}")
+                    lines.append(f"{name}{_labels(key)} {_number(value)}")
             name = "wanka_query_duration_seconds"
             lines += [
                 f"# HELP {name} Time from receiving a query to its last byte.",
@@ -99,5 +111,5 @@ class Metrics:
         for name, (help_text, series) in sorted((gauges or {}).items()):
             lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
             for key, value in sorted(series.items()):
-                lines.append(f"{name}{_labels(key)} {value:g}")
+                lines.append(f"{name}{_labels(key)} {_number(value)}")
         return "\n".join(lines) + "\n"
