@@ -8,6 +8,7 @@ client is served meanwhile.
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import socket
 import struct
@@ -29,19 +30,39 @@ from warehouse.security import users
 PASSWORD = "right-pw"
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    limits = Limits(max_connections_per_user=3, startup_timeout_s=1.0)
-    with Server(str(tmp_path / "w.duckdb"), limits=limits) as served:
+@contextlib.contextmanager
+def serving_ann(path: Path, limits: Limits) -> Iterator[Server]:
+    """A server on a fresh file with one reader, ann."""
+    with Server(str(path), limits=limits) as served:
         cur = served.engine.cursor()
         users.add_user(cur, "ann", "reader", PASSWORD)
         cur.close()
+        yield served
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    limits = Limits(max_connections_per_user=3, startup_timeout_s=1.0)
+    with serving_ann(tmp_path / "w.duckdb", limits) as served:
         served.auth_throttle = AuthThrottle(max_failures=3, window_s=60, lockout_s=30)
         yield served
 
 
 def dsn(port: int, password: str = PASSWORD) -> str:
     return f"host=127.0.0.1 port={port} dbname=wanka user=ann password={password} sslmode=disable"
+
+
+def connects_again(port: int, answer: int) -> None:
+    """A new connection gets in (and `select answer` answers) once the server sees a hang-up."""
+    deadline = time.monotonic() + 10
+    while True:  # the server notices the hang-up asynchronously
+        try:
+            with psycopg.connect(dsn(port)) as again:
+                assert again.execute(f"select {answer}").fetchone() == (answer,)
+            return
+        except psycopg.OperationalError:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)  # polling for the server to notice, not timing anything
 
 
 def test_http_guessing_is_locked_out_and_logged_without_the_password(
@@ -81,15 +102,7 @@ def test_connections_per_user_are_capped(server: Server) -> None:
         with pytest.raises(psycopg.OperationalError, match="too many connections for user ann"):
             psycopg.connect(dsn(handle.port))
         held.pop().close()
-        deadline = time.monotonic() + 10
-        while True:  # the server notices the hang-up asynchronously
-            try:
-                with psycopg.connect(dsn(handle.port)) as again:
-                    assert again.execute("select 1").fetchone() == (1,)
-                break
-            except psycopg.OperationalError:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)  # polling for the server to notice, not timing anything
+        connects_again(handle.port, 1)
     finally:
         for conn in held:
             conn.close()
@@ -98,10 +111,7 @@ def test_connections_per_user_are_capped(server: Server) -> None:
 
 def test_connections_in_all_are_capped(tmp_path: Path) -> None:
     limits = Limits(max_connections=2)
-    with Server(str(tmp_path / "w.duckdb"), limits=limits) as served:
-        cur = served.engine.cursor()
-        users.add_user(cur, "ann", "reader", PASSWORD)
-        cur.close()
+    with serving_ann(tmp_path / "w.duckdb", limits) as served:
         handle = start(served, "127.0.0.1", 0)
         held = [psycopg.connect(dsn(handle.port)) for _ in range(2)]
         try:
@@ -109,15 +119,7 @@ def test_connections_in_all_are_capped(tmp_path: Path) -> None:
                 psycopg.connect(dsn(handle.port))
             assert held[0].execute("select 3").fetchone() == (3,)  # the others are served
             held.pop().close()
-            deadline = time.monotonic() + 10
-            while True:  # the server notices the hang-up asynchronously
-                try:
-                    with psycopg.connect(dsn(handle.port)) as again:
-                        assert again.execute("select 4").fetchone() == (4,)
-                    break
-                except psycopg.OperationalError:
-                    assert time.monotonic() < deadline
-                    time.sleep(0.05)  # polling for the server to notice, not timing anything
+            connects_again(handle.port, 4)
         finally:
             for conn in held:
                 conn.close()
