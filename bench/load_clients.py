@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,15 +51,21 @@ class Face:
             self.provoked_wrong += wrong
 
 
-def http_client(url: str, face: Face, stop: threading.Event, seed: int) -> None:
+def picks(seed: int, stop: threading.Event) -> Iterator[tuple[bool, str]]:
+    """(bad on purpose?, SQL) for one client until `stop`: a random query, every
+    PROVOKE_EVERY-th one bad SQL (offset by `seed`, so the bad ones spread over clients)."""
     rng = random.Random(seed)
+    n = 0
+    while not stop.is_set():
+        n += 1
+        bad = (n + seed) % PROVOKE_EVERY == 0
+        yield bad, BAD_SQL if bad else rng.choice(QUERIES)
+
+
+def http_client(url: str, face: Face, stop: threading.Event, seed: int) -> None:
     lat, errors, wrong, provoked = [], [], [], 0
     with httpx.Client(base_url=url, auth=(READER, PASSWORD), timeout=120) as client:
-        n = 0
-        while not stop.is_set():
-            n += 1
-            bad = (n + seed) % PROVOKE_EVERY == 0  # spread over clients
-            sql = BAD_SQL if bad else rng.choice(QUERIES)
+        for bad, sql in picks(seed, stop):
             started = time.perf_counter()
             try:
                 answer = client.post("/v1/query", json={"sql": sql})
@@ -77,7 +84,6 @@ def http_client(url: str, face: Face, stop: threading.Event, seed: int) -> None:
 
 
 def pg_client(port: int, face: Face, stop: threading.Event, seed: int) -> None:
-    rng = random.Random(seed)
     lat, errors, wrong, provoked = [], [], [], 0
     dsn = f"host=127.0.0.1 port={port} dbname=wanka user={READER} password={PASSWORD}"
     try:
@@ -86,11 +92,7 @@ def pg_client(port: int, face: Face, stop: threading.Event, seed: int) -> None:
         face.record([], [f"connect: {error}"], 0, [])
         return
     with conn:
-        n = 0
-        while not stop.is_set():
-            n += 1
-            bad = (n + seed) % PROVOKE_EVERY == 0  # spread over clients
-            sql = BAD_SQL if bad else rng.choice(QUERIES)
+        for bad, sql in picks(seed, stop):
             started = time.perf_counter()
             try:
                 conn.execute(sql, prepare=False).fetchall()
