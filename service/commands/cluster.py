@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from service import terminal
-from service.commands.common import open_engine, parse_time, shared_data
+from service.commands.common import open_engine, parse_time, shared_data, with_options
 from warehouse.errors import UserError
 
 if TYPE_CHECKING:
@@ -56,9 +56,7 @@ def _simulation_options(command: Callable[..., None]) -> Callable[..., None]:
             help="Random seed: same seed, same cluster.",
         ),
     ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+    return with_options(command, options)
 
 
 def _sim_config(

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from warehouse.engine import Engine
 from warehouse.errors import UserError
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass
@@ -46,6 +48,13 @@ def shared_data() -> Path:
     return Path(found) if found else Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
+def with_options(command: F, options: Sequence[Callable[[F], F]]) -> F:
+    """`command` decorated by each of `options`, shown in `--help` in the order given."""
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 def output_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """`--format/-f`, `--output/-o` and `--max-rows`: how a command that prints rows prints them."""
     from service import render
@@ -74,6 +83,4 @@ def output_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Rows shown by --format table.",
         ),
     )
-    for option in reversed(options):
-        command = option(command)
-    return command
+    return with_options(command, options)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from service.commands.common import open_engine
+from service.commands.common import open_engine, with_options
 from warehouse.engines.base import LakeEngine
 from warehouse.errors import UserError
 from warehouse.lake.export import describe, export_lake
@@ -16,7 +16,8 @@ ENGINES = ("duckdb", "spark")
 
 def engine_options(command: click.decorators.FC) -> click.decorators.FC:
     """--engine, --lake, --master, --remote: where `sql` and `refresh` run."""
-    for option in reversed(
+    return with_options(
+        command,
         [
             click.option(
                 "--engine",
@@ -36,10 +37,8 @@ def engine_options(command: click.decorators.FC) -> click.decorators.FC:
                 help="Spark master: local[N] (default local[*]), spark://host:7077, yarn, k8s://...",
             ),
             click.option("--remote", metavar="sc://HOST:PORT", help="Spark Connect server."),
-        ]
-    ):
-        command = option(command)
-    return command
+        ],
+    )
 
 
 def open_lake_engine(
