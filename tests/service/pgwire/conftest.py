@@ -81,3 +81,13 @@ def real_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[realpg.R
     server = realpg.start(tmp_path_factory.mktemp("realpg"), binaries)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """A pgwire port over a fresh warehouse without users: loopback clients come in as admin."""
+    server = Server(str(tmp_path_factory.mktemp("raw") / "w.duckdb"))
+    handle = start(server, "127.0.0.1", 0)
+    yield handle.port
+    handle.stop()
+    server.close()

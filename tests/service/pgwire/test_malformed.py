@@ -12,25 +12,13 @@ from __future__ import annotations
 import logging
 import socket
 import struct
-from collections.abc import Iterator
 
 import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.pgwire import codec, start
-from service.server import Server
-
-
-@pytest.fixture(scope="module")
-def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    server = Server(str(tmp_path_factory.mktemp("fuzz") / "w.duckdb"))  # no users: local trust
-    handle = start(server, "127.0.0.1", 0)
-    yield handle.port
-    handle.stop()
-    server.close()
-
+from service.pgwire import codec
 
 STARTUP = struct.pack("!i", codec.PROTOCOL_V3) + b"user\0fuzz\0database\0wanka\0\0"
 KINDS = st.sampled_from(list(b"QPBDESCHXdcfpFZ\x00\xff")).map(lambda k: bytes([k]))

@@ -5,21 +5,8 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections.abc import Iterator
 
-import pytest
-
-from service.pgwire import codec, start
-from service.server import Server
-
-
-@pytest.fixture(scope="module")
-def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    server = Server(str(tmp_path_factory.mktemp("raw") / "w.duckdb"))  # no users: local trust
-    handle = start(server, "127.0.0.1", 0)
-    yield handle.port
-    handle.stop()
-    server.close()
+from service.pgwire import codec
 
 
 class Client:
