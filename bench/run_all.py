@@ -20,34 +20,30 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def cpu_model() -> str:
+def _field(path: str, prefix: str) -> str | None:
+    """The rest of the first line of `path` that starts with `prefix` (None: no file, no line)."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(prefix):
+                return line[len(prefix) :].strip()
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return None
+
+
+def cpu_model() -> str:
+    found = _field("/proc/cpuinfo", "model name")
+    return found.lstrip(":").strip() if found else platform.processor() or "unknown"
 
 
 def memory_gib() -> str:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return f"{int(line.split()[1]) / 1024**2:.1f} GiB"
-    except OSError:
-        pass
-    return "unknown"
+    found = _field("/proc/meminfo", "MemTotal:")
+    return f"{int(found.split()[0]) / 1024**2:.1f} GiB" if found else "unknown"
 
 
 def os_name() -> str:
-    try:
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                return f"{line.split('=', 1)[1].strip(chr(34))}, Linux {platform.release()}"
-    except OSError:
-        pass
-    return platform.platform()
+    found = _field("/etc/os-release", "PRETTY_NAME=")
+    return f"{found.strip(chr(34))}, Linux {platform.release()}" if found else platform.platform()
 
 
 def machine() -> str:
