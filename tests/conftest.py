@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -54,3 +57,71 @@ def run_wanka(
         cwd=cwd or REPO,
         timeout=600,
     )
+
+
+# -- nothing left behind ---------------------------------------------------------------------
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """Every process on the machine: pid -> (parent pid, command line)."""
+    found: dict[int, tuple[int, str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # it ended while we looked
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        found[int(entry.name)] = (parent, command.strip())
+    return found
+
+
+def leftover_processes(root: Path, me: int) -> dict[int, str]:
+    """Processes a test run started and did not stop: descendants of `me`, and any process
+    whose command line names a path under `root` (the run's temporary folders; a server
+    whose parent exited is reparented to init, so the command line is what still ties it to
+    the run)."""
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _command) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found: dict[int, str] = {}
+    stack = list(children.get(me, []))
+    while stack:
+        pid = stack.pop()
+        found[pid] = table[pid][1]
+        stack.extend(children.get(pid, []))
+    for pid, (_parent, command) in table.items():
+        if pid != me and str(root) in command:
+            found[pid] = command
+    return found
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-xdist has stopped its workers
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A test run leaves no process behind: one still running at the end fails the run.
+
+    Checked once, by the process that started the run (the xdist controller); what it finds is
+    listed and then stopped, so the next run starts clean either way.
+    """
+    if hasattr(session.config, "workerinput"):
+        return
+    root = session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 10
+    left = leftover_processes(root, os.getpid())
+    while left and time.monotonic() < deadline:  # a server may still be shutting down
+        time.sleep(0.2)
+        left = leftover_processes(root, os.getpid())
+    if not left:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [f"{len(left)} process(es) outlived the test run:"]
+    lines += [f"  pid {pid}: {command[:200]}" for pid, command in sorted(left.items())]
+    if reporter is not None:
+        reporter.write_line("\n".join(lines), red=True, bold=True)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -7,10 +7,12 @@ to run as root. `find_binaries()` is None when PostgreSQL is not installed.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -47,11 +49,46 @@ class RealPostgres:
         return f"host=127.0.0.1 port={self.port} dbname={dbname} user=postgres sslmode=disable"
 
     def stop(self) -> None:
+        """Stop the postmaster itself and wait until it is gone.
+
+        As root the server runs under `su`, and signalling `su` does not reach the postmaster:
+        it stayed behind, reparented to init, after every test run. So the postmaster's own
+        pid (from postmaster.pid) gets SIGTERM (PostgreSQL's "smart" shutdown would wait for
+        clients; SIGINT is "fast": it disconnects them), then SIGKILL if it lingers.
+        """
+        pid = postmaster_pid(self.folder / "data")
+        if pid is not None:
+            _signal_until_gone(pid, signal.SIGINT, wait_s=20)
         self.process.terminate()
         try:
             self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait(timeout=20)
+
+
+def postmaster_pid(data: Path) -> int | None:
+    """The postmaster's pid from the first line of `data/postmaster.pid`, if it is running."""
+    try:
+        return int((data / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _signal_until_gone(pid: int, sig: signal.Signals, *, wait_s: float) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)  # waiting for a shutdown to finish, not timing anything
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _as_user(command: list[str]) -> list[str]:

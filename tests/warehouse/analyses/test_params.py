@@ -54,11 +54,12 @@ def test_a_parameter_changes_the_answer(demo_engine: Engine) -> None:
         dear = run_analysis_table(cur, "annual_cost", {"tariff_usd_per_kwh": "0.10"})
     finally:
         cur.close()
-    for a, b in zip(
-        cheap.column("annual_cost_usd").to_pylist(),
-        dear.column("annual_cost_usd").to_pylist(),
-        strict=True,
-    ):
+    cheap_usd = cheap.column("annual_cost_usd").to_pylist()
+    dear_usd = dear.column("annual_cost_usd").to_pylist()
+    # zip over two empty columns would pass: the demo has clusters, so there must be rows
+    assert cheap.num_rows > 0 and len(dear_usd) == len(cheap_usd)
+    assert all(a is not None and a > 0 for a in cheap_usd), cheap_usd
+    for a, b in zip(cheap_usd, dear_usd, strict=True):
         assert b == pytest.approx(2 * a, abs=1)
 
 
