@@ -21,8 +21,7 @@ from service.commands.report import report
 from service.commands.serve import serve
 from service.commands.sql import sql
 from service.commands.users import token, user
-from warehouse.errors import WankaError
-from warehouse.query import one_line, sql_error
+from warehouse.errors import WankaError, one_line, sql_error
 
 
 @click.group(

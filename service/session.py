@@ -19,8 +19,9 @@ import pyarrow as pa
 
 from service.watchdog import WATCHDOG
 from service.writes import WriteGate
-from warehouse.errors import UserError, WankaError
-from warehouse.query import execute, one_line
+from warehouse.errors import UserError, WankaError, one_line
+from warehouse.query import execute
+from warehouse.script import Script
 from warehouse.security import policy
 from warehouse.security.users import User
 
@@ -88,7 +89,7 @@ class Session:
 
     def run(
         self,
-        sql: str,
+        sql: str | Script,
         params: Sequence[Any] | dict[str, Any] | None = None,
         *,
         timeout_s: float | None = None,
@@ -96,8 +97,10 @@ class Session:
     ) -> Result:
         """Authorize and run `sql`; stream its last statement's result.
 
-        Raises `policy.Refused` (nothing ran), `UserError` (bad SQL), `QueryTimeout`.
-        `timeout_s` and `max_rows` may lower the session's limits, never raise them.
+        The text is parsed once (`warehouse.script.parse`); the policy, the write gate and
+        the query path all read that parse. Raises `policy.Refused` (nothing ran),
+        `UserError` (bad SQL), `QueryTimeout`. `timeout_s` and `max_rows` may lower the
+        session's limits, never raise them.
         """
         if self._closed:
             raise WankaError("this session is closed")
@@ -105,18 +108,18 @@ class Session:
             self._last.close()  # a result left unread would block the cursor
             self._last = None
         try:
-            policy.authorize(self.cursor, sql, self.user.role)
+            script = policy.authorize(self.cursor, sql, self.user.role)
         except duckdb.InterruptException as error:
             raise self._translate(error) from None
         limit_s = min(timeout_s, self.timeout_s) if timeout_s else self.timeout_s
         cap = _lower(max_rows, self.max_rows)
-        kind = policy.last_statement_type(self.cursor, sql)
-        writing = self._writes(sql, kind)
+        kind = script.last.type
+        writing = self._writes(script)
         if writing:
             self.writes.acquire(self, limit_s)  # see service/writes.py
         self._start_timer(limit_s)
         try:
-            reader = execute(self.cursor, sql, params)
+            reader = execute(self.cursor, script, params)
         except BaseException as error:
             self._stop_timer()
             self._after_write(writing)
@@ -135,21 +138,15 @@ class Session:
         result.reader = pa.RecordBatchReader.from_batches(reader.schema, self._capped(result))
         return result
 
-    def _writes(self, sql: str, kind: str) -> bool:
-        """Whether `sql` writes (or opens/closes a transaction that may have written)."""
-        if kind == "TRANSACTION":
-            word = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
-            if word in ("BEGIN", "START"):
-                self._in_transaction = True
-                return False
-            self._in_transaction = False
-            return self.writes.holds(self)  # COMMIT/ROLLBACK of a transaction that wrote
-        if kind == "SELECT":
-            try:
-                return len(self.cursor.extract_statements(sql)) != 1
-            except duckdb.Error:  # a script with DYNAMIC TABLE statements: those write
-                return True
-        return not (kind == "EXPLAIN" and "analyze" not in sql.lower())
+    def _writes(self, script: Script) -> bool:
+        """Whether `script` writes, or ends a transaction that wrote; follows BEGIN/COMMIT."""
+        ends = False
+        for statement in script.statements:
+            verb = statement.transaction
+            if verb is not None:
+                ends = ends or (verb != "BEGIN" and self._in_transaction)
+                self._in_transaction = verb == "BEGIN"
+        return script.writes or (ends and self.writes.holds(self))
 
     def _after_write(self, writing: bool) -> None:
         """Keep the gate inside an explicit transaction; give it back otherwise."""

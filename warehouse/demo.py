@@ -14,21 +14,7 @@ from warehouse.dynamic.shipped import install_shipped
 from warehouse.engine import Engine
 from warehouse.ingest import ReadOptions, ingest
 from warehouse.simulate import SimConfig, simulate_cluster, write_formats
-
-#: Tables the demo owns; a rebuild empties exactly these, in this order, before loading.
-DEMO_TABLES = (
-    "sites",
-    "clusters",
-    "nodes",
-    "jobs",
-    "job_steps",
-    "job_events",
-    "gpu_metrics",
-    "pods",
-    "nccl_results",
-    "gpu_duty_cycle",
-    "model_load_latency",
-)
+from warehouse.tables import DEMO
 
 #: The demo always starts here, so the same demo run twice is recognised as built.
 DEMO_START = datetime(2026, 11, 1, tzinfo=UTC)
@@ -145,7 +131,7 @@ def build_demo(
     summary = DemoSummary(wanted)
     with engine.transaction() as cur:
         cur.execute("DELETE FROM wanka.settings WHERE key = 'demo_config'")
-        for table in DEMO_TABLES:
+        for table in DEMO:
             cur.execute(f'DELETE FROM "{table}"')
     total = cluster.sample_count
     with tempfile.TemporaryDirectory(prefix="wanka-demo-") as folder:
@@ -183,8 +169,6 @@ def build_demo(
 def _row_counts(engine: Engine) -> dict[str, int]:
     cur = engine.cursor()
     try:
-        return {
-            t: int(cur.sql(f'SELECT count(*) FROM "{t}"').fetchall()[0][0]) for t in DEMO_TABLES
-        }
+        return {t: int(cur.sql(f'SELECT count(*) FROM "{t}"').fetchall()[0][0]) for t in DEMO}
     finally:
         cur.close()

@@ -11,7 +11,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,7 @@ import pyarrow.csv as pacsv
 
 from udfs import registry
 from warehouse import catalog
-from warehouse.errors import DatabaseLocked, SchemaTooNew, UserError
-from warehouse.query import one_line
+from warehouse.errors import DatabaseLocked, SchemaTooNew, UserError, one_line
 
 DEFAULT_DB = "wanka.duckdb"
 #: The name the database file is attached under. Not the file's stem: a file called
@@ -130,15 +129,11 @@ class Engine:
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A cursor inside BEGIN ... COMMIT; anything raised rolls the whole unit back."""
         cur = self.cursor()
-        cur.execute("BEGIN TRANSACTION")
         try:
-            yield cur
-        except BaseException:
-            cur.execute("ROLLBACK")
+            with transaction(cur):
+                yield cur
+        finally:
             cur.close()
-            raise
-        cur.execute("COMMIT")
-        cur.close()
 
     def table_schema(self, table: str) -> pa.Schema:
         """The Arrow schema of a table, read from the database (its DDL is the one source)."""
@@ -176,6 +171,23 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextmanager
+def transaction(cur: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """BEGIN ... COMMIT on `cur`; anything raised inside (or by COMMIT) rolls it all back.
+
+    The one way wanka opens a transaction of its own, so none is left open on a cursor after
+    an error: the next statement on that cursor would otherwise run inside it.
+    """
+    cur.execute("BEGIN TRANSACTION")
+    try:
+        yield cur
+        cur.execute("COMMIT")
+    except BaseException:
+        with suppress(duckdb.Error):  # COMMIT that failed has ended the transaction already
+            cur.execute("ROLLBACK")
+        raise
 
 
 def connect_memory() -> duckdb.DuckDBPyConnection:
@@ -236,16 +248,14 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     for step in catalog.migrations():
         if step.version in done:
             continue
-        con.execute("BEGIN TRANSACTION")
         try:
-            con.execute(step.sql)
-            con.execute(
-                "INSERT INTO wanka.schema_migrations (version, name, sha256) VALUES (?, ?, ?)",
-                [step.version, step.name, step.sha256],
-            )
-            con.execute("COMMIT")
+            with transaction(con):
+                con.execute(step.sql)
+                con.execute(
+                    "INSERT INTO wanka.schema_migrations (version, name, sha256) VALUES (?, ?, ?)",
+                    [step.version, step.name, step.sha256],
+                )
         except duckdb.Error as error:
-            con.execute("ROLLBACK")
             raise RuntimeError(f"schema step {step.path.name} failed: {error}") from error
         applied.append(step.version)
     return applied
@@ -316,8 +326,7 @@ def load_reference_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
         if loaded.get(ref.table) == digest:
             continue
         rows = read_reference_csv(con, ref)
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             con.execute(f"DELETE FROM {_quote_table(ref.table)}")
             insert_arrow(con, ref.table, rows)
             # dynamic tables joining a reference table see the reload and refresh fully
@@ -330,9 +339,5 @@ def load_reference_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
                 "INSERT OR REPLACE INTO wanka.reference_loads VALUES (?, ?, ?, ?, now())",
                 [ref.table, ref.path.name, digest, rows.num_rows],
             )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         changed.append(ref.table)
     return changed

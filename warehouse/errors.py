@@ -1,6 +1,12 @@
-"""Errors a person can act on. Each carries the exit status the CLI uses for it."""
+"""Errors a person can act on. Each carries the exit status the CLI uses for it.
+
+`sql_error` turns DuckDB's errors into these (exit 2 when the SQL itself is wrong, 1 when the
+system failed), `one_line` its multi-line texts into one line.
+"""
 
 from __future__ import annotations
+
+import duckdb
 
 
 class WankaError(Exception):
@@ -25,3 +31,36 @@ class SchemaTooNew(WankaError):
     """The database file was written by a newer wanka."""
 
     exit_code = 1
+
+
+# DuckDB errors that mean the SQL itself is wrong (exit 2), as opposed to the system failing.
+_INPUT_ERRORS: tuple[type[duckdb.Error], ...] = (
+    duckdb.ParserException,
+    duckdb.BinderException,
+    duckdb.CatalogException,
+    duckdb.InvalidInputException,
+    duckdb.ConversionException,
+    duckdb.ConstraintException,
+    duckdb.NotImplementedException,
+    duckdb.SyntaxException,
+    duckdb.TransactionException,
+    duckdb.OutOfRangeException,
+)
+
+
+def one_line(message: str) -> str:
+    """DuckDB's multi-line error text as one line a person can act on.
+
+    >>> one_line('Catalog Error: no table x!\\nDid you mean "y"?\\n\\nLINE 1: select ...')
+    'Catalog Error: no table x! Did you mean "y"?'
+    """
+    kept = [line.strip() for line in message.splitlines() if line.strip()]
+    kept = [line for line in kept if not line.startswith("LINE ") and set(line) != {"^"}]
+    return " ".join(kept)
+
+
+def sql_error(error: duckdb.Error) -> WankaError:
+    """Map a DuckDB error to a wanka error with the right exit status."""
+    failed_commit = "Failed to commit" in str(error)  # e.g. the disk is full: not the input
+    cls = UserError if isinstance(error, _INPUT_ERRORS) and not failed_commit else WankaError
+    return cls(one_line(str(error)))

@@ -1,4 +1,8 @@
-"""The query path shared by every face: run SQL on a cursor, hand back an Arrow stream."""
+"""The query path shared by every face: run a parsed script on a cursor, hand back Arrow.
+
+The text is parsed once (`warehouse.script`); here DuckDB runs its parsed statements and
+`warehouse.dynamic.statements` the DYNAMIC TABLE ones, each in order.
+"""
 
 from __future__ import annotations
 
@@ -8,47 +12,19 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from warehouse.errors import UserError, WankaError
+from warehouse.dynamic import statements as dynamic
+from warehouse.errors import sql_error
+from warehouse.script import Script, Statement, parse
 
 BATCH_ROWS = 65_536
 
-# DuckDB errors that mean the SQL itself is wrong (exit 2), as opposed to the system failing.
-_INPUT_ERRORS: tuple[type[duckdb.Error], ...] = (
-    duckdb.ParserException,
-    duckdb.BinderException,
-    duckdb.CatalogException,
-    duckdb.InvalidInputException,
-    duckdb.ConversionException,
-    duckdb.ConstraintException,
-    duckdb.NotImplementedException,
-    duckdb.SyntaxException,
-    duckdb.TransactionException,
-    duckdb.OutOfRangeException,
-)
-
-
-def one_line(message: str) -> str:
-    """DuckDB's multi-line error text as one line a person can act on.
-
-    >>> one_line('Catalog Error: no table x!\\nDid you mean "y"?\\n\\nLINE 1: select ...')
-    'Catalog Error: no table x! Did you mean "y"?'
-    """
-    kept = [line.strip() for line in message.splitlines() if line.strip()]
-    kept = [line for line in kept if not line.startswith("LINE ") and set(line) != {"^"}]
-    return " ".join(kept)
-
-
-def sql_error(error: duckdb.Error) -> WankaError:
-    """Map a DuckDB error to a wanka error with the right exit status."""
-    failed_commit = "Failed to commit" in str(error)  # e.g. the disk is full: not the input
-    cls = UserError if isinstance(error, _INPUT_ERRORS) and not failed_commit else WankaError
-    return cls(one_line(str(error)))
+Params = Sequence[Any] | dict[str, Any] | None
 
 
 def execute(
     cur: duckdb.DuckDBPyConnection,
-    sql: str,
-    params: Sequence[Any] | dict[str, Any] | None = None,
+    sql: str | Script,
+    params: Params = None,
     *,
     batch_rows: int = BATCH_ROWS,
 ) -> pa.RecordBatchReader:
@@ -57,51 +33,23 @@ def execute(
     Earlier statements run for their effect; parameters bind to the last one. The reader must be
     drained or closed before the cursor runs anything else.
     """
-    from warehouse.dynamic import statements as dynamic  # imports this module
+    script = sql if isinstance(sql, Script) else parse(cur, sql)
+    for statement in script.statements[:-1]:
+        run(cur, statement, None, batch_rows).read_all()  # SELECTs are lazy: run them too
+    return run(cur, script.last, params, batch_rows)
 
-    script = dynamic.split(sql)
-    if script is not None:
-        return _execute_script(cur, script, params, batch_rows)
+
+def run(
+    cur: duckdb.DuckDBPyConnection, statement: Statement, params: Params, batch_rows: int
+) -> pa.RecordBatchReader:
+    """One statement's result as an Arrow stream (an empty one for statements without rows)."""
     try:
-        statements = cur.extract_statements(sql)
-    except duckdb.Error as error:
-        raise sql_error(error) from None
-    if not statements:
-        raise UserError("no SQL statement given")
-    try:
-        for statement in statements[:-1]:
-            relation = cur.sql(statement.query)
-            if relation is not None:
-                relation.to_arrow_table()  # SELECTs are lazy: run them like the rest
-        relation = cur.sql(statements[-1].query, params=params)
+        if statement.dynamic is not None:
+            table = dynamic.run(cur, statement.dynamic)
+            return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+        relation = cur.sql(statement.parsed or statement.text, params=params)
         if relation is None:
             return pa.RecordBatchReader.from_batches(pa.schema([]), [])
         return relation.to_arrow_reader(batch_rows)
     except duckdb.Error as error:
         raise sql_error(error) from None
-
-
-def _execute_script(
-    cur: duckdb.DuckDBPyConnection,
-    script: list[Any],
-    params: Sequence[Any] | dict[str, Any] | None,
-    batch_rows: int,
-) -> pa.RecordBatchReader:
-    """Run a script holding DYNAMIC TABLE statements, one statement at a time."""
-    from warehouse.dynamic import statements as dynamic
-
-    for i, statement in enumerate(script):
-        last = i == len(script) - 1
-        if statement.verb is None:
-            reader = execute(cur, statement.text, params if last else None, batch_rows=batch_rows)
-            if last:
-                return reader
-            reader.read_all()
-            continue
-        try:
-            table = dynamic.run(cur, statement)
-        except duckdb.Error as error:
-            raise sql_error(error) from None
-        if last:
-            return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
-    raise UserError("no SQL statement given")

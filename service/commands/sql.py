@@ -14,8 +14,8 @@ from service import render, terminal
 from service.commands.common import open_engine, output_options
 from service.commands.lake import engine_options, open_lake_engine
 from warehouse.engines.portable import NotPortable, portability_problems
-from warehouse.errors import UserError
-from warehouse.query import execute, one_line, sql_error
+from warehouse.errors import UserError, one_line, sql_error
+from warehouse.query import execute
 
 
 @click.command()

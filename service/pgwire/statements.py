@@ -22,7 +22,7 @@ from sqlglot.tokens import TokenType
 from service.pgwire import compat
 from service.pgwire.compat.names import name_columns
 from service.pgwire.settings import SessionCommand, session_command
-from warehouse.dynamic import statements as dynamic_statements
+from warehouse.script import is_dynamic
 
 _TRANSACTION = re.compile(
     r"^\s*(?P<verb>begin|start\s+transaction|commit|end|rollback|abort)\b(?P<rest>[^;]*);?\s*$",
@@ -163,7 +163,7 @@ def classify(text: str) -> Statement:
         return Statement(text, "noop", "DISCARD ALL" if verb == "DISCARD" else verb)
     if _first_word(text) in _PASS_THROUGH:  # DuckDB reads these itself
         return Statement(text, "query", _first_word(text))
-    if dynamic_statements.split(text) is not None:
+    if is_dynamic(text):
         # CREATE/ALTER/REFRESH/DROP DYNAMIC TABLE: wanka's own statements, which sqlglot would
         # turn into a plain CREATE TABLE; they answer one row saying what was done
         return Statement(text, "query", _first_word(text))

@@ -1,7 +1,16 @@
 -- Base tables: what the cluster reports. One row per sample / job / step / host.
 -- Columns are stated here once; Python reads them from the database, never repeats them.
+-- What wanka does with each table is stated once too, in the `-- table NAME: ...` line above its
+-- CREATE TABLE (read by warehouse/tables.py; a comment, so no step changes what it runs):
+--   tracked    inserts carry batch ids, updates and deletes are logged (steps 0005, 0007), so
+--              dynamic tables over it refresh incrementally
+--   key (...)  one row per thing: an ingested row replaces the row with the same key
+--   reference  published specs loaded from sql/reference/<table>.csv; change only on reload
+--   demo       the demo warehouse loads it (and empties it before a rebuild)
+--   lake       `wanka export --lake` writes it as a Delta table
 
 -- Where the hardware lives. Energy analyses join PUE, tariff and grid intensity from here.
+-- table sites: tracked; key (site); demo; lake
 CREATE TABLE sites (
     site                VARCHAR PRIMARY KEY,
     region              VARCHAR,
@@ -14,6 +23,7 @@ CREATE TABLE sites (
 );
 
 -- A scheduling domain: one Slurm cluster or one Kubernetes cluster.
+-- table clusters: tracked; key (cluster); demo; lake
 CREATE TABLE clusters (
     cluster             VARCHAR PRIMARY KEY,
     site                VARCHAR,
@@ -25,6 +35,7 @@ CREATE TABLE clusters (
 );
 
 -- The hardware inventory: one row per host.
+-- table nodes: tracked; key (host); demo; lake
 CREATE TABLE nodes (
     host                VARCHAR PRIMARY KEY,
     cluster             VARCHAR,
@@ -47,6 +58,7 @@ CREATE TABLE nodes (
 
 -- Telemetry in long format: one row per (time, GPU, metric). `metric` is a DCGM field name
 -- whatever the source; labels the columns do not hold (pod, namespace, MIG profile, ...) are kept.
+-- table gpu_metrics: tracked; demo; lake
 CREATE TABLE gpu_metrics (
     ts                  TIMESTAMPTZ NOT NULL,
     host                VARCHAR NOT NULL,
@@ -59,6 +71,7 @@ CREATE TABLE gpu_metrics (
 );
 
 -- One row per job (array tasks are jobs of their own); steps live in job_steps.
+-- table jobs: tracked; key (job_id); demo; lake
 CREATE TABLE jobs (
     job_id              VARCHAR NOT NULL,   -- '123', or '123_4' for an array task
     job_name            VARCHAR,
@@ -84,6 +97,7 @@ CREATE TABLE jobs (
 );
 
 -- Job steps: '123.batch', '123.extern', '123.0', ...
+-- table job_steps: tracked; key (job_id, step_id); demo; lake
 CREATE TABLE job_steps (
     job_id              VARCHAR NOT NULL,
     step_id             VARCHAR NOT NULL,   -- 'batch', 'extern', '0', '1', ...
@@ -103,6 +117,7 @@ CREATE TABLE job_steps (
 );
 
 -- Events in a job's life that the scheduler log does not carry: checkpoints, XID-caused failures.
+-- table job_events: tracked; demo; lake
 CREATE TABLE job_events (
     job_id              VARCHAR NOT NULL,
     ts                  TIMESTAMPTZ NOT NULL,

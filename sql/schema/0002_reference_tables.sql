@@ -1,6 +1,7 @@
 -- Reference tables: published hardware specs, loaded from sql/reference/*.csv on every open
 -- when the CSV changed. Each row cites where its figures come from.
 
+-- table gpu_models: reference; lake
 CREATE TABLE gpu_models (
     model               VARCHAR PRIMARY KEY,  -- short name used everywhere: 'H100', 'MI300X', ...
     vendor              VARCHAR NOT NULL,
@@ -21,6 +22,7 @@ CREATE TABLE gpu_models (
     source              VARCHAR NOT NULL      -- where these figures are published
 );
 
+-- table nic_models: reference; lake
 CREATE TABLE nic_models (
     model               VARCHAR PRIMARY KEY,  -- 'ConnectX-7', '100GbE', ...
     vendor              VARCHAR,

@@ -14,6 +14,7 @@ ALTER TABLE job_steps   ADD COLUMN batch_id BIGINT;
 ALTER TABLE job_events  ADD COLUMN batch_id BIGINT;
 
 -- Kubernetes pods, as in the Alibaba GPU cluster trace: GPUs may be shared (gpu_milli).
+-- table pods: tracked; key (name); demo; lake
 CREATE TABLE pods (
     name                VARCHAR NOT NULL,
     namespace           VARCHAR,
@@ -34,6 +35,7 @@ CREATE TABLE pods (
 );
 
 -- nccl-tests results (all_reduce_perf and friends): one row per message size and placement.
+-- table nccl_results: tracked; demo; lake
 CREATE TABLE nccl_results (
     run_id              VARCHAR NOT NULL,   -- source name + batch: one run of a test binary
     collective          VARCHAR,            -- 'all_reduce' | 'all_gather' | 'reduce_scatter' | ...

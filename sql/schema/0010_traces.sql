@@ -3,6 +3,7 @@
 
 -- GPU duty cycle per container, as in Alibaba's GenAI trace (cluster-trace-v2026-GenAI,
 -- pod_gpu_duty_cycle_anon.csv): the share of time a kernel ran on the container's GPU.
+-- table gpu_duty_cycle: demo; lake
 CREATE TABLE gpu_duty_cycle (
     ts                  TIMESTAMPTZ NOT NULL,
     container           VARCHAR NOT NULL,   -- anonymised container IP (hash)
@@ -13,6 +14,7 @@ CREATE TABLE gpu_duty_cycle (
 
 -- Model loading (cold start) latencies, as in the same trace (basemodel_update_latency_anon.csv):
 -- the time a serving container took to load its base model.
+-- table model_load_latency: demo; lake
 CREATE TABLE model_load_latency (
     ts                  TIMESTAMPTZ NOT NULL,
     container           VARCHAR NOT NULL,

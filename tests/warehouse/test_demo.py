@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from warehouse.demo import DEMO_TABLES, EXAMPLE_QUERIES, build_demo, built_config
+from warehouse.demo import EXAMPLE_QUERIES, build_demo, built_config
 from warehouse.engine import Engine
 from warehouse.simulate import SimConfig
+from warehouse.tables import DEMO
 
 SMALL = SimConfig(
     gpus=64,
@@ -25,7 +26,7 @@ SIMULATED = ("sites", "clusters", "nodes", "jobs", "job_steps", "job_events", "g
 def test_build_loads_every_table_through_the_readers(db_path: Path) -> None:
     with Engine(str(db_path)) as eng:
         summary = build_demo(eng, SMALL)
-        assert summary.rebuilt and set(summary.rows) == set(DEMO_TABLES)
+        assert summary.rebuilt and set(summary.rows) == set(DEMO)
         for table in SIMULATED:
             rows = summary.rows[table]
             assert eng.con.sql(f'SELECT count(*) FROM "{table}"').fetchall()[0][0] == rows > 0

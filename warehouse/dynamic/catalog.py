@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from warehouse.dynamic.plan import Plan
+from warehouse.dynamic.plan.kinds import Plan, from_json, to_json
 from warehouse.errors import UserError
 
 MODES = ("auto", "incremental", "full")
@@ -74,7 +74,7 @@ def load(con: duckdb.DuckDBPyConnection, name: str) -> DynamicTable:
     if not rows:
         raise UserError(f"no dynamic table named {name}")
     r = rows[0]
-    plan = Plan(**json.loads(r[8]))
+    plan = from_json(json.loads(r[8]))
     return DynamicTable(r[0], r[1], r[2], r[3], r[4], r[5], list(r[6] or []), r[7], plan, r[9])
 
 
@@ -85,7 +85,16 @@ def insert(
         "INSERT INTO wanka.dynamic_tables (name, definition, freshness, refresh_mode, "
         "resolved_mode, refresh_mode_reason, created_at, sources, watermark, plan, state) "
         "VALUES (?, ?, ?, ?, ?, ?, now(), ?, 0, ?, 'active')",
-        [name, plan.query, freshness, mode, plan.kind, plan.reason, plan.sources, _plan_json(plan)],
+        [
+            name,
+            plan.query,
+            freshness,
+            mode,
+            plan.kind,
+            plan.reason,
+            list(plan.sources),
+            _plan_json(plan),
+        ],
     )
 
 
@@ -109,4 +118,4 @@ def consumers(con: duckdb.DuckDBPyConnection, name: str) -> list[str]:
 
 
 def _plan_json(plan: Plan) -> str:
-    return json.dumps(plan.to_json())
+    return json.dumps(to_json(plan))

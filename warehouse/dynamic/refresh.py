@@ -1,85 +1,80 @@
 """One refresh of one dynamic table, in one transaction.
 
 The refresh reads the high watermark (the highest batch id of its sources, or of a logged
-update/delete on them), applies the plan's delta for batch ids in (watermark, high] — for a
-'groups' plan, or an 'aggregate' plan whose source saw an update or delete since the watermark,
-it recomputes only the affected groups (warehouse.dynamic.regroup); the whole query when the
-plan is full, when FULL was asked for, when an append plan's source was updated or deleted
-from, or when the affected groups are at least half of a large table's groups, where a full
-refresh is the cheaper (regroup.full_is_cheaper); the reason is recorded, never silent — and
-records the refresh in wanka.dynamic_tables and wanka.refresh_history before COMMIT, then trims
-the change logs every dynamic table has seen. A failure rolls the data back and is recorded
-afterwards, in a transaction of its own, with state 'failed'. The trim is skipped when the
-probe found no logged change since the watermark: there is then nothing this refresh unblocks.
+update/delete on them) and runs its plan (`warehouse.dynamic.plan.kinds`) for batch ids in
+(watermark, high], with the statements `warehouse.dynamic.dml` built for it: an `Append` inserts
+the delta's rows; an `Aggregate` merges the pre-aggregated delta into its state and rewrites the
+touched groups; a `Groups` plan — or an `Aggregate` whose source saw an update or delete since the
+watermark — recomputes only the affected groups (warehouse.dynamic.regroup); a `Full` plan
+recomputes the whole query, as does FULL, an append plan whose source was updated or deleted
+from, a reload of a reference table, or affected groups that are most of a large table's,
+where a full refresh is the cheaper. The reason is recorded, never silent. Then the refresh is
+recorded in wanka.dynamic_tables and wanka.refresh_history before COMMIT, and the change logs
+every dynamic table has seen are trimmed (skipped when no change was logged since the
+watermark: then there is nothing this refresh unblocks). A failure rolls the data back and is
+recorded by its rollback handler (`history.record_failure`), whatever face asked for it.
 
 Batch ids are taken when a write starts, so a write that commits after a refresh that saw a
 newer batch id would not be seen incrementally. Writes and refreshes therefore never overlap:
 the CLI holds the database file alone, and `wanka serve` passes every write and refresh through
-one gate (service/writes.py; a transaction that wrote keeps it until it ends).
+one gate (service/serve/writes.py; a transaction that wrote keeps it until it ends).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import duckdb
-from sqlglot import exp
 
-from warehouse.dynamic import catalog, history
+from warehouse.dynamic import catalog, dml, history
 from warehouse.dynamic.catalog import DynamicTable
-from warehouse.dynamic.history import RefreshResult
-from warehouse.dynamic.plan import TRACKED, state_table
+from warehouse.dynamic.dml import RefreshSql, visible_table
+from warehouse.dynamic.history import Failure, RefreshResult
+from warehouse.dynamic.plan import Aggregate, Append, Full, Groups
 from warehouse.dynamic.regroup import (
     affected_groups,
-    can_recompute,
-    count_rows,
-    delete_keys_sql,
     full_is_cheaper,
     joined_side_is_costly,
     recompute_groups,
     trim_changes,
 )
-from warehouse.errors import UserError, WankaError
-from warehouse.query import one_line
+from warehouse.engine import transaction
+from warehouse.errors import UserError, WankaError, one_line
+from warehouse.tables import TRACKED
+
+__all__ = ["RefreshFailed", "refresh", "visible_table"]
 
 
-def _quoted(name: str, schema: str | None = None) -> str:
-    db = exp.to_identifier(schema) if schema else None
-    return exp.Table(this=exp.to_identifier(name, quoted=True), db=db).sql("duckdb")
+class RefreshFailed(WankaError):
+    """A refresh failed, was rolled back and was recorded as failed."""
+
+    def __init__(self, message: str, failure: Failure) -> None:
+        super().__init__(message)
+        self.failure = failure
 
 
-def visible_table(name: str) -> str:
-    """`main."<name>"`: the table people query."""
-    return _quoted(name, "main")
+@dataclass(frozen=True)
+class Probe:
+    """What changed since the watermark, read in one statement at the refresh's start."""
+
+    now: datetime  # the transaction's now(): the data timestamp unless one is given
+    high: int  # the batch id this refresh brings the table up to
+    change: str | None  # an update or delete since the watermark, said for people
+    reload: str | None  # a reference table reloaded since the watermark
+    touched: set[str]  # sources with new, updated or deleted rows
 
 
-def _probe(
-    cur: duckdb.DuckDBPyConnection, dt: DynamicTable
-) -> tuple[datetime, int, str | None, str | None, set[str]]:
-    """In one statement: the transaction's now(), the high watermark, a change seen, a reload,
-    and the sources with new, updated or deleted rows.
-
-    The high watermark is the batch id this refresh brings the table up to. Batch ids grow in
-    insertion order, so `batch_id > watermark` lets DuckDB's zone maps skip every row group
-    older than the last refresh: the new maximum of a source is read without scanning old rows.
-    Updates and deletes since the watermark come from wanka.table_changes, as do the rows a
-    source dynamic table's refresh inserted or deleted (warehouse.dynamic.chain) and reloads of
-    reference tables (which no incremental plan can follow).
-    """
+def _probe(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, sql: RefreshSql) -> Probe:
+    """Batch ids grow in insertion order, so the new maximum of a source is read without scanning
+    old rows (zone maps). Updates and deletes since the watermark come from wanka.table_changes,
+    as do the rows a source dynamic table's refresh inserted or deleted (warehouse.dynamic.chain)
+    and reloads of reference tables (which no incremental plan can follow)."""
+    result = cur.execute(sql.probe.sql, {"wm": dt.watermark, "sources": dt.sources})
+    row = result.fetchall()[0]
+    now, found, highs = row[0], row[1] or [], row[2:]
     tracked = [s for s in dt.sources if s in TRACKED]
-    maxima = "".join(
-        f", (SELECT max(batch_id) FROM {_quoted(s)} WHERE batch_id > $wm)" for s in tracked
-    )
-    changes = (
-        ", (SELECT list((table_name, kind, n, seq) ORDER BY table_name, kind) FROM ("
-        "SELECT table_name, kind, sum(rows) AS n, max(seq) AS seq FROM wanka.table_changes "
-        "WHERE seq > $wm AND list_contains($sources, table_name) GROUP BY ALL))"
-    )
-    row = cur.execute(
-        f"SELECT now(){changes}{maxima}", {"wm": dt.watermark, "sources": dt.sources}
-    ).fetchall()[0]
-    data_ts, found, highs = row[0], row[1] or [], row[2:]
     high = max([dt.watermark, *(int(v) for v in highs if v is not None)])
     touched = {s for s, v in zip(tracked, highs, strict=True) if v is not None}
     change = reload = None
@@ -90,135 +85,129 @@ def _probe(
         change = change or f"{kind} of {count} rows on {table} since the last refresh"
         if kind == "reload":
             reload = f"reference table {table} was reloaded (a new wanka release): recomputed"
-    return data_ts, high, change, reload, touched
+    return Probe(now, high, change, reload, touched)
 
 
-def _full(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, high: int) -> tuple[int, int]:
-    target = visible_table(dt.name)
-    deleted = count_rows(cur, f"DELETE FROM {target}")
-    inserted = count_rows(cur, f"INSERT INTO {target} {dt.plan.query}")
-    if dt.plan.kind == "aggregate" and dt.plan.state_sql:
-        state = state_table(dt.name).sql("duckdb")
-        cur.execute(f"DELETE FROM {state}")
-        cur.execute(
-            f"INSERT INTO {state} SELECT *, CAST($hi AS BIGINT) AS __wm FROM ({dt.plan.state_sql})",
-            {"hi": high},
-        )
+def _decide(
+    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, sql: RefreshSql, probe: Probe, full: bool
+) -> tuple[str, str | None]:
+    """('full' | 'regroup' | 'incremental' | 'no_data', the reason for a full refresh)."""
+    plan = dt.plan
+    if full:
+        return "full", "a full refresh was asked for"
+    if isinstance(plan, Full):
+        return "full", plan.reason
+    if probe.reload:
+        return "full", probe.reload
+    if probe.change and sql.regroup is None:
+        cannot = "this plan cannot take rows back one by one, so this refresh recomputed"
+        return "full", f"{probe.change}: {cannot} the whole table"
+    joined = joined_side_is_costly(cur, plan, sql, probe.touched)
+    if joined:
+        return "full", joined
+    if probe.change or (isinstance(plan, Groups) and probe.high != dt.watermark):
+        return "regroup", None
+    return ("no_data" if probe.high == dt.watermark else "incremental"), None
+
+
+def _full(cur: duckdb.DuckDBPyConnection, sql: RefreshSql, high: int) -> tuple[int, int]:
+    deleted = sql.full.delete.run(cur, {})
+    inserted = sql.full.insert.run(cur, {})
+    for each in sql.state_full:
+        each.run(cur, {"hi": high})
     return inserted, deleted
 
 
-def _incremental(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, high: int) -> tuple[int, int]:
-    plan, target = dt.plan, visible_table(dt.name)
-    window = {"lo": dt.watermark, "hi": high}
-    if plan.kind == "append":
-        assert plan.delta_sql is not None
-        return count_rows(cur, f"INSERT INTO {target} {plan.delta_sql}", window), 0
-    assert plan.merge_sql is not None and plan.visible_sql is not None
-    cur.execute(plan.merge_sql, window)
-    deleted = count_rows(cur, _delete_touched_sql(cur, dt), {"hi": high})
-    inserted = count_rows(cur, f"INSERT INTO {target} {plan.visible_sql}", {"hi": high})
-    return inserted, deleted
+def _incremental(
+    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, sql: RefreshSql, window: dict[str, Any]
+) -> tuple[int, int]:
+    if isinstance(dt.plan, Append):
+        assert sql.append is not None
+        return sql.append.run(cur, window), 0
+    assert isinstance(dt.plan, Aggregate) and sql.merge and sql.touched
+    sql.merge.run(cur, window)
+    deleted = sql.touched.delete.run(cur, window)
+    return sql.touched.insert.run(cur, window), deleted
 
 
-def _delete_touched_sql(cur: duckdb.DuckDBPyConnection, dt: DynamicTable) -> str:
-    """DELETE of the visible rows of the groups this refresh merged into the state."""
-    keys = ", ".join(f"k{i}" for i in range(len(dt.plan.key_positions)))
-    touched = f"SELECT {keys} FROM {state_table(dt.name).sql('duckdb')} WHERE __wm = $hi"
-    return delete_keys_sql(cur, dt, visible_table(dt.name), touched)
+def _regroup(
+    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, sql: RefreshSql, probe: Probe
+) -> tuple[str, str | None, int, int]:
+    """Recompute the affected groups, or refresh fully when that is the cheaper."""
+    regroup = sql.regroup
+    if sql.regroup_facts is not None and probe.touched <= {dt.sources[0]}:
+        regroup = sql.regroup_facts  # only the facts changed: skip the other tables' branches
+    assert regroup is not None
+    window = {"lo": dt.watermark, "hi": probe.high}
+    affected = affected_groups(cur, regroup, window)
+    cheaper = full_is_cheaper(cur, sql, affected[0])
+    if cheaper is not None:
+        return "full", cheaper, *_full(cur, sql, probe.high)
+    inserted, deleted, groups = recompute_groups(cur, regroup, window, affected)
+    done = f"recomputed the {groups} groups those rows belong to"
+    return "incremental", (f"{probe.change}: {done}" if probe.change else None), inserted, deleted
 
 
 def _apply(
-    cur: duckdb.DuckDBPyConnection, name: str, full: bool, started: datetime
+    cur: duckdb.DuckDBPyConnection,
+    name: str,
+    full: bool,
+    started: datetime,
+    data_timestamp: datetime | None,
 ) -> RefreshResult:
     dt = catalog.load(cur, name)
-    data_ts, high, change, reload, touched = _probe(cur, dt)
-    reason: str | None
+    sql = dml.compile(cur, dt.name, dt.plan)
+    probe = _probe(cur, dt, sql)
+    mode, reason = _decide(cur, dt, sql, probe, full)
     inserted = deleted = 0
-    if full:
-        mode, reason = "full", "a full refresh was asked for"
-    elif dt.plan.kind == "full":
-        mode, reason = "full", dt.plan.reason
-    elif reload:
-        mode, reason = "full", reload
-    elif change and not can_recompute(dt):
-        mode, reason = (
-            "full",
-            (
-                f"{change}: this plan cannot take rows back one by one, so this refresh "
-                "recomputed the whole table"
-            ),
-        )
-    elif joined := joined_side_is_costly(cur, dt, touched):
-        mode, reason = "full", joined
-    elif change or (dt.plan.kind == "groups" and high != dt.watermark):
-        if dt.plan.fact_only and touched <= {dt.sources[0]}:
-            only = dt.plan.fact_only
-            fact_only = replace(
-                dt.plan,
-                affected_sql=only["affected_sql"],
-                groups_sql=only["groups_sql"],
-                bounds_sql=only["bounds_sql"],
-            )
-            dt = replace(dt, plan=fact_only)
-        target = visible_table(dt.name)
-        affected = affected_groups(cur, dt, high)
-        cheaper = full_is_cheaper(cur, dt, target, affected[0])
-        if cheaper is not None:
-            mode, reason = "full", cheaper
-        else:
-            mode = "incremental"
-            inserted, deleted, groups = recompute_groups(cur, dt, target, high, affected)
-            done = f"recomputed the {groups} groups those rows belong to"
-            reason = f"{change}: {done}" if change else None
-    elif high == dt.watermark:
-        mode, reason = "no_data", None
-    else:
-        mode, reason = "incremental", None
-        inserted, deleted = _incremental(cur, dt, high)
     if mode == "full":
-        inserted, deleted = _full(cur, dt, high)
-    lag_s = (datetime.now(UTC) - data_ts).total_seconds()
+        inserted, deleted = _full(cur, sql, probe.high)
+    elif mode == "regroup":
+        mode, reason, inserted, deleted = _regroup(cur, dt, sql, probe)
+    elif mode == "incremental":
+        inserted, deleted = _incremental(cur, dt, sql, {"lo": dt.watermark, "hi": probe.high})
+    data_ts = data_timestamp or probe.now
     catalog.update(
         cur,
         name,
         last_refresh_at=datetime.now(UTC),
         data_timestamp=data_ts,
-        watermark=high,
-        lag_s=lag_s,
+        watermark=probe.high,
+        lag_s=(datetime.now(UTC) - data_ts).total_seconds(),
         state="active",
         error=None,
+        failures=0,
+        next_attempt_at=None,
     )
-    if change:
+    if probe.change:
         # log rows are trimmable only once this refresh has seen some: with none since the
         # watermark, the last refresh that saw them already trimmed what every table has seen
         trim_changes(cur, [s for s in dt.sources if s in TRACKED or s in catalog.names(cur)])
     return RefreshResult(name, mode, reason, inserted, deleted, started, data_ts)
 
 
-def refresh(cur: duckdb.DuckDBPyConnection, name: str, *, full: bool = False) -> RefreshResult:
-    """Refresh `name` once, in one transaction; a failure is recorded and raised."""
+def refresh(
+    cur: duckdb.DuckDBPyConnection,
+    name: str,
+    *,
+    full: bool = False,
+    data_timestamp: datetime | None = None,
+) -> RefreshResult:
+    """Refresh `name` once, in one transaction; a failure is recorded and raised.
+
+    `data_timestamp` is the time the refreshed data stands for (the scheduler gives every table
+    of a run the run's start); by default the transaction's start.
+    """
     started = datetime.now(UTC)
-    cur.execute("BEGIN TRANSACTION")
     try:
-        result = _apply(cur, name, full, started)
-        history.record(cur, result)
-        cur.execute("COMMIT")
+        with transaction(cur):
+            result = _apply(cur, name, full, started, data_timestamp)
+            history.record(cur, result)
         return result
     except UserError:
-        cur.execute("ROLLBACK")
         raise
     except (duckdb.Error, WankaError) as error:
-        cur.execute("ROLLBACK")
         message = one_line(str(error))
-        _record_failure(cur, name, started, "full" if full else "incremental", message)
-        raise WankaError(f"refresh of dynamic table {name} failed: {message}") from None
-
-
-def _record_failure(
-    cur: duckdb.DuckDBPyConnection, name: str, started: datetime, mode: str, message: str
-) -> None:
-    cur.execute("BEGIN TRANSACTION")
-    catalog.update(cur, name, state="failed", error=message)
-    failed = RefreshResult(name, mode, None, 0, 0, started, None, "failed", message)
-    history.record(cur, failed)
-    cur.execute("COMMIT")
+        mode = "full" if full else "incremental"
+        failure = history.record_failure(cur, name, started, mode, message, data_timestamp)
+        raise RefreshFailed(f"refresh of dynamic table {name} failed: {message}", failure) from None

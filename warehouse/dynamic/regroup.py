@@ -1,10 +1,11 @@
 """Recompute the affected groups of a 'groups' or 'aggregate' plan, and trim the change logs.
 
 The affected groups are the keys of the rows inserted since the watermark and of the rows
-updated or deleted since it (`plan.affected_sql`, see warehouse.dynamic.plan.groups). Their
-visible rows are deleted and the defining query restricted to them is inserted again; for an
-aggregate plan their state rows are rebuilt the same way first, and the visible rows are read
-back from the state (`__wm = $hi`). Runs inside the refresh's transaction.
+updated or deleted since it (the plan's `Recompute.affected`, see warehouse.dynamic.plan.groups).
+Their visible rows are deleted and the defining query restricted to them is inserted again; for
+an aggregate plan their state rows are rebuilt the same way first, and the visible rows are read
+back from the state (`__wm = $hi`). The statements are `warehouse.dynamic.dml`'s; this module
+decides when recomputing beats a full refresh. Runs inside the refresh's transaction.
 """
 
 from __future__ import annotations
@@ -12,56 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import duckdb
-from sqlglot import exp
 
-from warehouse.dynamic.catalog import DynamicTable
-from warehouse.dynamic.plan import state_table
-from warehouse.dynamic.plan.groups import changes_table
-
-
-def count_rows(
-    cur: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None
-) -> int:
-    """The first value of a statement's result as an int (a count, or rows a DML changed)."""
-    rows = cur.execute(sql, params).fetchall() if params else cur.execute(sql).fetchall()
-    return int(rows[0][0]) if rows and rows[0][0] is not None else 0
-
-
-def _match(columns: list[str], alias: str) -> str:
-    """`<alias>.<column i> IS NOT DISTINCT FROM d.k<i>` for each key, ANDed."""
-    return " AND ".join(
-        exp.NullSafeEQ(
-            this=exp.column(c, alias, quoted=True), expression=exp.column(f"k{i}", "d")
-        ).sql("duckdb")
-        for i, c in enumerate(columns)
-    )
-
-
-#: (name, query, keys query) -> the DELETE of those keys' visible rows, built once per process
-#: so a refresh does not ask DuckDB for the table's columns each time.
-_DELETE_KEYS: dict[tuple[str, str, str], str] = {}
-
-
-def delete_keys_sql(
-    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, target: str, keys_sql: str
-) -> str:
-    """DELETE of the visible rows whose group keys `keys_sql` lists (as columns k0, k1, ...)."""
-    plan = dt.plan
-    cached = _DELETE_KEYS.get((dt.name, plan.query, keys_sql))
-    if cached is None:
-        columns = [d[0] for d in cur.execute(f"SELECT * FROM {target} LIMIT 0").description]
-        keys = [columns[p] for p in plan.key_positions]
-        cached = f"DELETE FROM {target} AS v USING ({keys_sql}) AS d WHERE " + _match(keys, "v")
-        _DELETE_KEYS[(dt.name, plan.query, keys_sql)] = cached
-    return cached
-
-
-def can_recompute(dt: DynamicTable) -> bool:
-    """Whether the plan recomputes affected groups (plans stored before 0007 cannot)."""
-    return dt.plan.kind in ("aggregate", "groups") and bool(
-        dt.plan.affected_sql and dt.plan.groups_sql and dt.plan.bounds_sql
-    )
-
+from warehouse.dynamic import dml
+from warehouse.dynamic.dml import RefreshSql, Regroup
+from warehouse.dynamic.plan import Groups, Plan
 
 #: A full refresh replaces recomputing the affected groups when they are at least this share of
 #: the table's current groups. Recomputing a group costs more than computing it in a full
@@ -89,20 +44,14 @@ FULL_MIN_ROWS = 100_000
 
 
 def affected_groups(
-    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, high: int
+    cur: duckdb.DuckDBPyConnection, regroup: Regroup, window: dict[str, Any]
 ) -> tuple[int, dict[str, Any]]:
-    """How many groups of `dt` the changes in (watermark, high] affect, and their time bounds."""
-    plan = dt.plan
-    assert plan.bounds_sql is not None
-    bounds = cur.execute(plan.bounds_sql, {"lo": dt.watermark, "hi": high})
-    names = [d[0] for d in bounds.description]
-    found = dict(zip(names, bounds.fetchall()[0], strict=True))
+    """How many groups the changes in the window affect, and their time bounds."""
+    found = regroup.bounds.row(cur, window)
     return int(found.pop("groups")), found
 
 
-def full_is_cheaper(
-    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, target: str, groups: int
-) -> str | None:
+def full_is_cheaper(cur: duckdb.DuckDBPyConnection, sql: RefreshSql, groups: int) -> str | None:
     """The reason to refresh fully instead of recomputing `groups` groups, or None.
 
     The table's current groups are its visible rows (one per group; with a HAVING, fewer,
@@ -110,22 +59,16 @@ def full_is_cheaper(
     """
     if groups == 0:
         return None
-    current = count_rows(cur, f"SELECT count(*) FROM {target}", {})
+    current = sql.count_visible.run(cur, {})
     if groups < FULL_SHARE * current:
         return None
-    if current < FULL_MIN_GROUPS and _source_rows(cur, dt) < FULL_MIN_ROWS:
+    if current < FULL_MIN_GROUPS and sql.count_facts.run(cur, {}) < FULL_MIN_ROWS:
         return None
     return f"{groups} of {current} groups affected: a full refresh is cheaper than recomputing them"
 
 
-def _source_rows(cur: duckdb.DuckDBPyConnection, dt: DynamicTable) -> int:
-    """Rows of the first table the query reads (the facts of a join)."""
-    fact = exp.Table(this=exp.to_identifier(dt.plan.sources[0], quoted=True), db="main")
-    return count_rows(cur, f"SELECT count(*) FROM {fact.sql('duckdb')}")
-
-
 def joined_side_is_costly(
-    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, touched: set[str]
+    cur: duckdb.DuckDBPyConnection, plan: Plan, sql: RefreshSql, touched: set[str]
 ) -> str | None:
     """The reason to refresh a join fully after a change on a joined (dimension) table, or None.
 
@@ -135,13 +78,12 @@ def joined_side_is_costly(
     175 ms through the groups against 60 ms fully. On a small fact table both are a few
     milliseconds and the affected-groups path stays (and stays tested).
     """
-    plan = dt.plan
-    if plan.kind != "groups" or len(plan.sources) < 2:
+    if not isinstance(plan, Groups) or len(plan.sources) < 2:
         return None
     fact, joined = plan.sources[0], sorted(touched & set(plan.sources[1:]))
     if not joined:
         return None
-    rows = _source_rows(cur, dt)
+    rows = sql.count_facts.run(cur, {})
     if rows < FULL_MIN_ROWS:
         return None
     return (
@@ -152,39 +94,23 @@ def joined_side_is_costly(
 
 def recompute_groups(
     cur: duckdb.DuckDBPyConnection,
-    dt: DynamicTable,
-    target: str,
-    high: int,
-    affected: tuple[int, dict[str, Any]] | None = None,
+    regroup: Regroup,
+    window: dict[str, Any],
+    affected: tuple[int, dict[str, Any]],
 ) -> tuple[int, int, int]:
-    """Rewrite the affected groups of `dt`: (rows inserted, rows deleted, groups).
+    """Rewrite the affected groups: (rows inserted, rows deleted, groups).
 
-    `affected` is `affected_groups(cur, dt, high)` when the caller has it already.
+    `affected` is `affected_groups(cur, regroup, window)`: the groups and their time bounds,
+    bound as parameters so DuckDB's zone maps skip the row groups of other buckets.
     """
-    plan = dt.plan
-    assert plan.affected_sql is not None and plan.groups_sql and plan.bounds_sql
-    window: dict[str, Any] = {"lo": dt.watermark, "hi": high}
-    groups, found = affected if affected is not None else affected_groups(cur, dt, high)
+    groups, bounds = affected
     if groups == 0:
         return 0, 0, 0
-    ranged = {**window, **found}  # the time bounds of the affected buckets, for zone maps
-    if plan.kind == "aggregate":
-        assert plan.visible_sql is not None
-        state = state_table(dt.name).sql("duckdb")
-        keys = [f"k{i}" for i in range(len(plan.key_positions))]
-        cur.execute(
-            f"DELETE FROM {state} AS s USING ({plan.affected_sql}) AS d WHERE {_match(keys, 's')}",
-            window,
-        )
-        cur.execute(
-            f"INSERT INTO {state} SELECT *, CAST($hi AS BIGINT) AS __wm FROM ({plan.groups_sql})",
-            ranged,
-        )
-        deleted = count_rows(cur, delete_keys_sql(cur, dt, target, plan.affected_sql), window)
-        inserted = count_rows(cur, f"INSERT INTO {target} {plan.visible_sql}", {"hi": high})
-        return inserted, deleted, groups
-    deleted = count_rows(cur, delete_keys_sql(cur, dt, target, plan.affected_sql), window)
-    inserted = count_rows(cur, f"INSERT INTO {target} SELECT * FROM ({plan.groups_sql})", ranged)
+    values = {**window, **bounds}
+    for each in regroup.state:
+        each.run(cur, values)
+    deleted = regroup.rewrite.delete.run(cur, values)
+    inserted = regroup.rewrite.insert.run(cur, values)
     return inserted, deleted, groups
 
 
@@ -196,9 +122,4 @@ def trim_changes(cur: duckdb.DuckDBPyConnection, tables: list[str]) -> None:
     refresh. Called at the end of a successful refresh, in its transaction.
     """
     for table in tables:
-        cur.execute(
-            f"DELETE FROM {changes_table(table).sql('duckdb')} WHERE seq <= ("
-            "SELECT coalesce(min(coalesce(watermark, 0)), 9223372036854775807) "
-            "FROM wanka.dynamic_tables WHERE list_contains(sources, $t))",
-            {"t": table},
-        )
+        dml.trim(table).run(cur, {})

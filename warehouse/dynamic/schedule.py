@@ -23,13 +23,12 @@ from datetime import UTC, datetime, timedelta
 import duckdb
 
 from warehouse.dynamic import catalog
-from warehouse.dynamic.history import RefreshResult
-from warehouse.dynamic.refresh import refresh
+from warehouse.dynamic.history import RefreshResult, backoff
+from warehouse.dynamic.refresh import RefreshFailed, refresh
 from warehouse.engine import Engine
-from warehouse.errors import UserError, WankaError
+from warehouse.errors import UserError
 
-BACKOFF_BASE_S = 30.0
-BACKOFF_CAP_S = 3600.0
+__all__ = ["Failed", "Outcome", "Skipped", "backoff", "describe", "run_due", "seconds"]
 
 
 @dataclass(frozen=True)
@@ -66,11 +65,6 @@ class Entry:
     next_attempt_at: datetime | None
     sources: tuple[str, ...]  # the dynamic tables it reads
     expected_s: float  # the last successful refresh's duration, 0 when none
-
-
-def backoff(failures: int) -> timedelta:
-    """How long to wait before retrying after `failures` failures in a row."""
-    return timedelta(seconds=min(BACKOFF_BASE_S * 2 ** max(failures - 1, 0), BACKOFF_CAP_S))
 
 
 def entries(con: duckdb.DuckDBPyConnection) -> dict[str, Entry]:
@@ -146,19 +140,6 @@ def _due(tables: dict[str, Entry], now: datetime) -> list[str]:
     return [name for name in _order(tables) if name in wanted]
 
 
-def readers(tables: dict[str, Entry], name: str) -> list[str]:
-    """Every table that reads `name`, directly or through others, in dependency order."""
-    found: set[str] = set()
-    stack = [name]
-    while stack:
-        current = stack.pop()
-        for other, entry in tables.items():
-            if current in entry.sources and other not in found:
-                found.add(other)
-                stack.append(other)
-    return [n for n in _order(tables) if n in found]
-
-
 def run_due(
     target: Engine | duckdb.DuckDBPyConnection,
     now: datetime | None = None,
@@ -205,8 +186,7 @@ def run_due(
             continue
         outcome = _refresh_one(con, entry, run_at, full)
         if isinstance(outcome, Failed):
-            bad[each] = outcome.error
-            _mark_upstream_failed(con, readers(tables, each), each)
+            bad[each] = outcome.error  # its readers are marked upstream_failed by the record
         done.append(outcome)
     return done
 
@@ -214,26 +194,13 @@ def run_due(
 def _refresh_one(
     con: duckdb.DuckDBPyConnection, entry: Entry, run_at: datetime, full: bool
 ) -> RefreshResult | Failed:
+    """One refresh at the run's data timestamp; a failure comes back recorded (history)."""
     started = datetime.now(UTC)
     try:
-        result = refresh(con, entry.name, full=full)
-    except UserError:
-        raise
-    except WankaError as error:
-        failures = entry.failures + 1
-        retry = run_at + backoff(failures)
-        catalog.update(con, entry.name, failures=failures, next_attempt_at=retry)
-        return Failed(entry.name, str(error), started, failures, retry)
-    # refresh() stamps its own transaction's start; the run's tables share the run's timestamp
-    con.execute("BEGIN TRANSACTION")
-    catalog.update(con, entry.name, data_timestamp=run_at, failures=0, next_attempt_at=None)
-    con.execute(
-        "UPDATE wanka.refresh_history SET data_timestamp = ? WHERE name = ? AND started_at = ?",
-        [run_at, entry.name, result.started_at],
-    )
-    con.execute("COMMIT")
-    result.data_timestamp = run_at
-    return result
+        return refresh(con, entry.name, full=full, data_timestamp=run_at)
+    except RefreshFailed as error:
+        failure = error.failure
+        return Failed(entry.name, str(error), started, failure.failures, failure.next_attempt_at)
 
 
 def _mark_upstream_failed(con: duckdb.DuckDBPyConnection, names: list[str], upstream: str) -> None:

@@ -1,73 +1,33 @@
-"""CREATE / ALTER / REFRESH [FULL] / DROP DYNAMIC TABLE, recognised before DuckDB sees them.
+"""CREATE / ALTER / REFRESH [FULL] / DROP DYNAMIC TABLE: wanka's own statements.
 
-DuckDB does not know these statements, so `warehouse.query.execute` asks `split` first: the
-text is cut into statements with sqlglot's tokenizer and each is recognised by its leading
-tokens (CREATE parses into an `exp.Create` whose properties and SELECT are taken from the tree).
-Each statement returns one row: status, name, refresh_mode, reason, rows_inserted, rows_deleted.
+DuckDB does not know them: `warehouse.script` recognises them by their leading tokens (and
+parses a CREATE into an `exp.Create`, whose properties and SELECT are taken from the tree);
+`warehouse.query.execute` hands each here. Each statement returns one row: status, name,
+refresh_mode, reason, rows_inserted, rows_deleted.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import duckdb
 import pyarrow as pa
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
-from warehouse.dynamic import catalog, chain
-from warehouse.dynamic.plan import parse_select, plan_query, state_table
-from warehouse.dynamic.refresh import refresh, visible_table
+from warehouse.dynamic import catalog, chain, dml
+from warehouse.dynamic.plan import Full, parse_select, plan_query
+from warehouse.dynamic.refresh import refresh
+from warehouse.engine import transaction
 from warehouse.engines.portable import spark_columns
 from warehouse.errors import UserError
-
-_VERBS = ("CREATE", "ALTER", "REFRESH", "DROP")
-
-
-@dataclass(frozen=True)
-class Statement:
-    """One statement of a script: its text and, when it is one of ours, its verb."""
-
-    text: str
-    verb: str | None  # 'CREATE' | 'ALTER' | 'REFRESH' | 'DROP' for DYNAMIC TABLE statements
-    tokens: list[Token]
+from warehouse.script import DynamicStatement
 
 
-def split(sql: str) -> list[Statement] | None:
-    """The statements of `sql` when any is a DYNAMIC TABLE statement, else None."""
-    if "dynamic" not in sql.lower():
-        return None  # the common case: no need to tokenize
-    try:
-        tokens = sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql)
-    except SqlglotError:
-        return None
-    statements: list[Statement] = []
-    current: list[Token] = []
-    for token in [*tokens, None]:
-        if token is None or token.token_type == TokenType.SEMICOLON:
-            if current:
-                text = sql[current[0].start : current[-1].end + 1]
-                statements.append(Statement(text, _verb(current), current))
-            current = []
-        else:
-            current.append(token)
-    return statements if any(s.verb for s in statements) else None
-
-
-def _verb(tokens: list[Token]) -> str | None:
-    words = [t.text.upper() for t in tokens[:3]]
-    if len(words) == 3 and words[0] in _VERBS and words[1:] == ["DYNAMIC", "TABLE"]:
-        return words[0]
-    return None
-
-
-def run(cur: duckdb.DuckDBPyConnection, statement: Statement) -> pa.Table:
+def run(cur: duckdb.DuckDBPyConnection, statement: DynamicStatement) -> pa.Table:
     """Execute one DYNAMIC TABLE statement and return its one-row result."""
-    rest = statement.tokens[3:]
+    rest = list(statement.rest)
     if statement.verb == "CREATE":
-        return create(cur, statement.text)
+        assert statement.tree is not None, "warehouse.script parses every CREATE"
+        return create(cur, statement.tree.copy())
     if statement.verb == "ALTER":
         return alter(cur, rest)
     if statement.verb == "REFRESH":
@@ -130,14 +90,8 @@ def _check_properties(cur: duckdb.DuckDBPyConnection, props: dict[str, str]) -> 
     return checked
 
 
-def create(cur: duckdb.DuckDBPyConnection, text: str) -> pa.Table:
+def create(cur: duckdb.DuckDBPyConnection, tree: exp.Create) -> pa.Table:
     """CREATE DYNAMIC TABLE [IF NOT EXISTS] name WITH (...) AS SELECT ..."""
-    try:
-        tree = sqlglot.parse_one(text, read="duckdb")
-    except SqlglotError as error:
-        raise UserError(f"cannot parse CREATE DYNAMIC TABLE: {error}") from None
-    if not isinstance(tree, exp.Create) or tree.expression is None:
-        raise UserError("expected CREATE DYNAMIC TABLE name WITH (...) AS SELECT ...")
     name = catalog.check_name(tree.this.name if isinstance(tree.this, exp.Table) else "")
     props = _check_properties(cur, _properties(tree))
     freshness = props.get("freshness")
@@ -153,24 +107,18 @@ def create(cur: duckdb.DuckDBPyConnection, text: str) -> pa.Table:
     except duckdb.Error as error:
         raise UserError(f"the query of dynamic table {name} fails: {error}") from None
     plan = plan_query(tree.expression, name, cur, catalog.names(cur), mode=mode)
-    if mode == "incremental" and plan.kind == "full":
+    if mode == "incremental" and isinstance(plan, Full):
         raise UserError(f"refresh_mode = 'incremental' is refused for {name}: {plan.reason}")
-    cur.execute("BEGIN TRANSACTION")
     try:
-        cur.execute(f"CREATE TABLE {visible_table(name)} AS SELECT * FROM ({plan.query}) LIMIT 0")
-        if plan.kind == "aggregate" and plan.state_sql:
-            cur.execute(
-                f"CREATE TABLE {state_table(name).sql('duckdb')} AS SELECT *, "
-                f"CAST(0 AS BIGINT) AS __wm FROM ({plan.state_sql}) LIMIT 0"
-            )
-        for source in plan.sources:
-            if source in catalog.names(cur):
-                chain.track(cur, source)
-        catalog.insert(cur, name, freshness, mode, plan)
-        catalog.update(cur, name, **spark_columns(plan.query))  # said now, not at refresh
-        cur.execute("COMMIT")
+        with transaction(cur):
+            for ddl in dml.create_tables(name, plan):
+                cur.execute(ddl)
+            for source in plan.sources:
+                if source in catalog.names(cur):
+                    chain.track(cur, source)
+            catalog.insert(cur, name, freshness, mode, plan)
+            catalog.update(cur, name, **spark_columns(plan.query))  # said now, not at refresh
     except duckdb.Error as error:
-        cur.execute("ROLLBACK")
         raise UserError(f"cannot create dynamic table {name}: {error}") from None
     result = refresh(cur, name, full=True)
     return _row("created", name, plan.kind, plan.reason, result.rows_inserted)
@@ -207,7 +155,7 @@ def alter(cur: duckdb.DuckDBPyConnection, rest: list[Token]) -> pa.Table:
             catalog.names(cur) - {name},
             mode=mode,
         )
-        if mode == "incremental" and plan.kind == "full":
+        if mode == "incremental" and isinstance(plan, Full):
             raise UserError(f"refresh_mode = 'incremental' is refused for {name}: {plan.reason}")
         if plan.kind != dt.plan.kind:
             raise UserError(
@@ -240,10 +188,12 @@ def drop(cur: duckdb.DuckDBPyConnection, rest: list[Token]) -> pa.Table:
     readers = catalog.consumers(cur, name)
     if readers:
         raise UserError(f"dynamic table {name} is read by {', '.join(readers)}: drop those first")
-    cur.execute("BEGIN TRANSACTION")
-    cur.execute(f"DROP TABLE IF EXISTS {visible_table(name)}")
-    cur.execute(f"DROP TABLE IF EXISTS {state_table(name).sql('duckdb')}")
-    chain.untrack(cur, name)
-    cur.execute("DELETE FROM wanka.dynamic_tables WHERE name = ?", [name])
-    cur.execute("COMMIT")
+    try:
+        with transaction(cur):
+            for ddl in dml.drop_tables(name):
+                cur.execute(ddl)
+            chain.untrack(cur, name)
+            cur.execute("DELETE FROM wanka.dynamic_tables WHERE name = ?", [name])
+    except duckdb.Error as error:
+        raise UserError(f"cannot drop dynamic table {name}: {error}") from None
     return _row("dropped", name, None, None)

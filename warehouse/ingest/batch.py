@@ -26,17 +26,7 @@ from warehouse.engine import Engine, insert_arrow
 from warehouse.errors import UserError
 from warehouse.ingest import sources
 from warehouse.ingest.base import FORMATS, Format, Parsed, ReadContext, ReadOptions, Reject, Source
-
-#: Tables that hold one row per thing: a new row replaces the old one with the same key
-#: (a job seen RUNNING, then COMPLETED, in two sacct dumps is still one job).
-REPLACE_KEYS: dict[str, tuple[str, ...]] = {
-    "sites": ("site",),
-    "clusters": ("cluster",),
-    "nodes": ("host",),
-    "jobs": ("job_id",),
-    "job_steps": ("job_id", "step_id"),
-    "pods": ("name",),
-}
+from warehouse.tables import REPLACE_KEYS
 
 #: A line longer than this is kept cut, with the cut said in the reason.
 MAX_RAW_CHARS = 65_536

@@ -14,10 +14,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from warehouse.errors import UserError
+from warehouse.errors import UserError, one_line
 from warehouse.ingest.base import Parsed, ReadContext, ReadOptions, Reject, Source, register
 from warehouse.ingest.typed import cast_text, duckdb_type
-from warehouse.query import one_line
 
 BLOCK_BYTES = 16 << 20
 

@@ -30,9 +30,9 @@ import pyarrow as pa
 from deltalake import write_deltalake
 
 from warehouse.engine import Engine
-from warehouse.ingest.batch import REPLACE_KEYS
 from warehouse.lake import layout
 from warehouse.lake.delta import TABLE_CONFIG, LakeTable, commit_properties
+from warehouse.tables import REPLACE_KEYS
 
 _DELETED = "__wanka_deleted"
 
@@ -54,8 +54,8 @@ def export_lake(engine: Engine, lake: Path) -> list[Exported]:
     cur = engine.cursor()
     cur.execute("BEGIN TRANSACTION")  # one snapshot for every table
     try:
-        done = [_export_base(cur, lake, t) for t in layout.base_tables(cur)]
-        done += [_export_reference(cur, lake, t) for t in layout.REFERENCE_TABLES]
+        done = [_export_base(cur, lake, t) for t in layout.base_tables()]
+        done += [_export_reference(cur, lake, t) for t in layout.reference_tables()]
         done += [_export_dynamic(cur, lake, d) for d in layout.dynamic_tables(cur)]
         layout.write_definitions(lake, layout.dynamic_tables(cur))
     finally:

@@ -20,10 +20,9 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from warehouse import catalog
 from warehouse.lake.delta import PARTITION_COLUMN, write_json_atomically
+from warehouse.tables import LAKE, REFERENCE
 
-REFERENCE_TABLES = tuple(ref.table for ref in catalog.reference_tables())
 WANKA_DIR = "_wanka"
 DEFINITIONS = "dynamic_tables.json"
 
@@ -50,14 +49,15 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def base_tables(cur: duckdb.DuckDBPyConnection) -> list[str]:
-    """Tables of schema main whose rows carry batch ids (not dynamic tables), by name."""
-    rows = cur.execute(
-        "SELECT table_name FROM duckdb_columns() WHERE database_name = current_database() "
-        "AND schema_name = 'main' AND column_name = 'batch_id' AND table_name NOT IN "
-        "(SELECT name FROM wanka.dynamic_tables) ORDER BY table_name"
-    ).fetchall()
-    return [r[0] for r in rows]
+def base_tables() -> list[str]:
+    """The tables the lake holds rows of, as the schema declares them (`warehouse.tables`), by
+    name: an export commits them one by one in this order."""
+    return sorted(t for t in LAKE if t not in REFERENCE)
+
+
+def reference_tables() -> list[str]:
+    """The reference tables the lake holds (rewritten whole when wanka reloads them)."""
+    return sorted(t for t in LAKE if t in REFERENCE)
 
 
 def _columns(cur: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]]:

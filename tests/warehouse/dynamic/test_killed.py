@@ -26,8 +26,8 @@ KILLER = textwrap.dedent(
     from warehouse.dynamic import refresh as module
     real = module._incremental
 
-    def apply_then_die(cur, dt, high):
-        real(cur, dt, high)  # the delta is written, the transaction still open
+    def apply_then_die(*args):
+        real(*args)  # the delta is written, the transaction still open
         os.kill(os.getpid(), signal.SIGKILL)
 
     module._incremental = apply_then_die

@@ -13,6 +13,7 @@ from tests.conftest import run_wanka
 from warehouse.dynamic.history import RefreshResult
 from warehouse.dynamic.schedule import Failed, Skipped, backoff, run_due
 from warehouse.engine import Engine
+from warehouse.errors import WankaError
 from warehouse.query import execute
 
 SEED = (
@@ -202,3 +203,56 @@ def test_wanka_refresh_prints_one_line_per_table(db_path: Path) -> None:
 
     unknown = run_wanka("--db", str(db_path), "refresh", "nope")
     assert unknown.returncode == 2 and "no dynamic table named nope" in unknown.stderr
+
+
+def _failure_record(cur: duckdb.DuckDBPyConnection) -> tuple[object, ...]:
+    """What a failed refresh of `fragile` left: its catalog row, its reader's, its history."""
+    table = cur.execute(
+        "SELECT state, error IS NOT NULL, failures, next_attempt_at IS NOT NULL "
+        "FROM wanka.dynamic_tables WHERE name = 'fragile'"
+    ).fetchall()
+    reader = cur.execute(
+        "SELECT state, error FROM wanka.dynamic_tables WHERE name = 'reader'"
+    ).fetchall()
+    history = cur.execute(
+        "SELECT state, refresh_mode, error IS NOT NULL FROM wanka.refresh_history "
+        "WHERE name = 'fragile' AND state = 'failed'"
+    ).fetchall()
+    return table[0], reader[0], history
+
+
+@pytest.mark.parametrize("face", ["sql", "scheduler"])
+def test_a_failed_refresh_is_recorded_the_same_way_from_sql_and_the_scheduler(
+    cur: duckdb.DuckDBPyConnection, face: str
+) -> None:
+    """One failure path: state, error, failure count, backoff, readers and one history row."""
+    create(cur, "fragile", "1 hour", FRAGILE)
+    create(cur, "reader", "1 hour", "SELECT host, sum(m) AS m FROM fragile GROUP BY host")
+    cur.execute(BAD_ROW)
+    if face == "sql":
+        with pytest.raises(WankaError, match="refresh of dynamic table fragile failed"):
+            execute(cur, "REFRESH DYNAMIC TABLE fragile").read_all()
+    else:
+        (failed,) = run_due(cur, T0, name="fragile")
+        assert isinstance(failed, Failed) and failed.failures == 1
+    # SQL REFRESH used to leave failures at 0, no next attempt and its readers 'active'
+    assert _failure_record(cur) == (
+        ("failed", True, 1, True),
+        ("upstream_failed", "upstream dynamic table fragile failed"),
+        [("failed", "incremental", True)],
+    )
+
+
+def test_a_scheduled_refresh_writes_its_history_row_once_at_the_runs_timestamp(
+    cur: duckdb.DuckDBPyConnection,
+) -> None:
+    create(cur, "rollup", "1 hour", FRAGILE)
+    cur.execute(SEED)
+    (done,) = run_due(cur, T0, name="rollup")
+    assert isinstance(done, RefreshResult) and done.data_timestamp == T0
+    stamps = cur.execute(
+        "SELECT h.data_timestamp, d.data_timestamp FROM wanka.refresh_history h "
+        "JOIN wanka.dynamic_tables d USING (name) WHERE name = 'rollup' "
+        "ORDER BY h.started_at DESC LIMIT 1"
+    ).fetchall()
+    assert stamps == [(T0, T0)]

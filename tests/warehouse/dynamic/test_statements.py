@@ -231,3 +231,21 @@ def test_cli_sql_and_refresh(db_path: Path) -> None:
     assert bad.returncode == 2 and "no dynamic table named nope" in bad.stderr
     refused = run_wanka(*db, "sql", "CREATE DYNAMIC TABLE y WITH (freshness = 'soon') AS SELECT 1")
     assert refused.returncode == 2 and "freshness" in refused.stderr
+
+
+def test_a_failed_drop_rolls_back_and_leaves_no_transaction_open(eng: Engine) -> None:
+    """DROP DYNAMIC TABLE runs in a transaction; an error inside it must roll it back."""
+    cur = eng.cursor()
+    try:
+        execute(cur, f"CREATE DYNAMIC TABLE hh WITH (freshness = '1 hour') AS {ROLLUP}").read_all()
+        # something else now stands where the table was: dropping it as a table fails midway
+        cur.execute('DROP TABLE main."hh"')
+        cur.execute('CREATE VIEW main."hh" AS SELECT 1 AS x')
+        with pytest.raises(UserError, match="cannot drop dynamic table hh"):
+            execute(cur, "DROP DYNAMIC TABLE hh").read_all()
+        # before: the transaction stayed open, so this BEGIN failed ("already active")
+        cur.execute("BEGIN TRANSACTION")
+        cur.execute("ROLLBACK")
+        assert cur.execute("SELECT name FROM wanka.dynamic_tables").fetchall() == [("hh",)]
+    finally:
+        cur.close()

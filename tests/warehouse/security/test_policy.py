@@ -11,7 +11,7 @@ import pytest
 
 from warehouse.engine import Engine
 from warehouse.errors import UserError
-from warehouse.security.policy import Refused, authorize, explained, last_statement_type
+from warehouse.security.policy import Refused, authorize
 
 CASES = Path(__file__).with_name("policy_cases.sql")
 
@@ -89,21 +89,3 @@ def test_bad_sql_is_a_user_error_not_a_refusal(cur: duckdb.DuckDBPyConnection) -
 def test_unknown_role_is_refused(cur: duckdb.DuckDBPyConnection) -> None:
     with pytest.raises(UserError, match="unknown role"):
         authorize(cur, "select 1", "root")
-
-
-@pytest.mark.parametrize(
-    ("sql", "inner"),
-    [
-        ("EXPLAIN select 1", "select 1"),
-        ("explain analyze select 1", "select 1"),
-        ("/* c */ EXPLAIN (FORMAT json) ANALYZE delete from t", "delete from t"),
-    ],
-)
-def test_explained(sql: str, inner: str) -> None:
-    assert explained(sql) == inner
-
-
-def test_last_statement_type(cur: duckdb.DuckDBPyConnection) -> None:
-    assert last_statement_type(cur, "select 1") == "SELECT"
-    assert last_statement_type(cur, "select 1; insert into sites (site) values ('x')") == "INSERT"
-    assert last_statement_type(cur, "REFRESH DYNAMIC TABLE x") == "REFRESH DYNAMIC TABLE"

@@ -1,14 +1,14 @@
-"""The incremental planner: a defining SELECT in, a refresh strategy with its SQL out.
+"""The incremental planner: a defining SELECT in, a typed refresh plan out (`kinds`).
 
 Like sqlglot's optimizer it is a short pipeline of named steps over a sqlglot tree, each in its
 own module with golden tests: normalize (GROUP BY as expressions) → shape (append, aggregate,
 groups or full, with the reason) → determinism (DuckDB function stability) → delta / aggregate /
-merge / groups (the SQL each refresh runs, with `$lo`/`$hi` binding the window of new batch ids).
+merge / groups (the queries each refresh runs, with `$lo`/`$hi` binding the window of new batch
+ids). Every query of a plan is a sqlglot tree rendered once, here.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import cast
 
 import duckdb
@@ -20,48 +20,13 @@ from warehouse.dynamic.plan.delta import restrict_to_delta
 from warehouse.dynamic.plan.determinism import nondeterminism_reason
 from warehouse.dynamic.plan.groups import affected_keys, bounds_query, restrict_to_groups
 from warehouse.dynamic.plan.joins import join_delta, tables_of
-from warehouse.dynamic.plan.merge import merge_sql
+from warehouse.dynamic.plan.kinds import Aggregate, Append, Full, Groups, Plan, Recompute
+from warehouse.dynamic.plan.merge import merge
 from warehouse.dynamic.plan.normalize import normalize_group_by
 from warehouse.dynamic.plan.shape import classify, source_tables
+from warehouse.tables import TRACKED
 
-#: Base tables whose inserts carry batch ids and whose updates/deletes are logged (0005).
-TRACKED = frozenset(
-    {
-        "sites",
-        "clusters",
-        "nodes",
-        "gpu_metrics",
-        "jobs",
-        "job_steps",
-        "job_events",
-        "pods",
-        "nccl_results",
-    }
-)
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How a dynamic table is refreshed. `kind` is 'append', 'aggregate', 'groups' or 'full'."""
-
-    kind: str
-    reason: str | None
-    sources: list[str]
-    query: str
-    delta_sql: str | None = None  # append: the query over new rows only
-    state_sql: str | None = None  # aggregate: the state over all rows
-    merge_sql: str | None = None  # aggregate: fold the delta into the state
-    visible_sql: str | None = None  # aggregate: the touched groups' rows, from the state
-    key_positions: list[int] = field(default_factory=list)
-    affected_sql: str | None = None  # aggregate, groups: the keys (k0, ...) of the changed rows
-    groups_sql: str | None = None  # groups: the query, aggregate: the state, of those keys only
-    bounds_sql: str | None = None  # aggregate, groups: count and time bounds of those keys
-    #: groups over a join: affected_sql, groups_sql and bounds_sql for a refresh in which only
-    #: the first table (the facts) changed, without the branches of the others
-    fact_only: dict[str, str] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
+__all__ = ["Aggregate", "Append", "Full", "Groups", "Plan", "Recompute", "plan_query"]
 
 
 def state_table(name: str) -> exp.Table:
@@ -69,6 +34,10 @@ def state_table(name: str) -> exp.Table:
     return exp.Table(
         this=exp.to_identifier(f"dt_{name}_state", quoted=True), db=exp.to_identifier("wanka")
     )
+
+
+def _sql(tree: exp.Expr) -> str:
+    return tree.sql("duckdb")
 
 
 def plan_query(
@@ -82,68 +51,65 @@ def plan_query(
     """Plan `select` for dynamic table `name`; `con` resolves function stability."""
     if isinstance(select, exp.Select):
         select = normalize_group_by(select)
-    query = select.sql("duckdb")
-    sources = source_tables(select)
+    query = _sql(select)
+    sources = tuple(source_tables(select))
     if mode == "full":
-        return Plan("full", "refresh_mode = 'full' was asked for", sources, query)
+        return Full(sources, query, "refresh_mode = 'full' was asked for")
     if not isinstance(select, exp.Select):
         set_op = "set operations (UNION, EXCEPT, INTERSECT) are refreshed fully for now"
-        return Plan("full", set_op, sources, query)
+        return Full(sources, query, set_op)
     kind, reason = classify(select, TRACKED, dynamic)
-    reason_text: str | None = reason
     if kind != "full" and con is not None:
         found = nondeterminism_reason(select, con)
         if found:
-            kind, reason_text = "full", found
+            kind, reason = "full", found
+    if kind == "full":
+        return Full(sources, query, reason or "it cannot be refreshed incrementally")
     joined = len(tables_of(select)) > 1
     if kind == "append":
         delta = join_delta(select) if joined else restrict_to_delta(select)
-        return Plan(kind, None, sources, query, delta_sql=delta.sql("duckdb"))
-    if kind in ("aggregate", "groups") and -1 in key_positions(select):
+        return Append(sources, query, _sql(delta))
+    positions = tuple(key_positions(select))
+    if -1 in positions:
         keys = "every GROUP BY key must be a column of the result to rewrite its rows"
-        return Plan("full", keys, sources, query)
+        return Full(sources, query, keys)
     not_null = _not_null(con, select) if joined else _not_null(con, sources[0])
     if kind == "groups":
         fact = sources[0] if joined else None
-        fact_only = (
-            {
-                "affected_sql": affected_keys(select, dynamic, fact).sql("duckdb"),
-                "groups_sql": restrict_to_groups(select, not_null, dynamic, fact).sql("duckdb"),
-                "bounds_sql": bounds_query(select, not_null, dynamic, fact).sql("duckdb"),
-            }
-            if fact
-            else {}
-        )
-        return Plan(
-            kind,
-            None,
+        return Groups(
             sources,
             query,
-            key_positions=key_positions(select),
-            affected_sql=affected_keys(select, dynamic).sql("duckdb"),
-            groups_sql=restrict_to_groups(select, not_null, dynamic).sql("duckdb"),
-            bounds_sql=bounds_query(select, not_null, dynamic).sql("duckdb"),
-            fact_only=fact_only,
+            positions,
+            _recompute(select, select, not_null, dynamic),
+            _recompute(select, select, not_null, dynamic, fact) if fact else None,
         )
-    if kind == "aggregate":
-        table = state_table(name)
-        agg = plan_aggregate(select, table)
-        state = cast(exp.Select, parse_select(agg.state_sql))
-        return Plan(
-            kind,
-            None,
-            sources,
-            query,
-            delta_sql=agg.delta_sql,
-            state_sql=agg.state_sql,
-            merge_sql=merge_sql(agg, table),
-            visible_sql=agg.visible_sql,
-            key_positions=agg.key_positions,
-            affected_sql=affected_keys(select).sql("duckdb"),
-            groups_sql=restrict_to_groups(state, not_null).sql("duckdb"),
-            bounds_sql=bounds_query(select, not_null).sql("duckdb"),
-        )
-    return Plan("full", reason_text, sources, query)
+    table = state_table(name)
+    agg = plan_aggregate(select, table)
+    return Aggregate(
+        sources,
+        query,
+        positions,
+        state=_sql(agg.state),
+        delta=_sql(agg.delta),
+        merge=_sql(merge(agg, table)),
+        visible=_sql(agg.visible),
+        recompute=_recompute(select, agg.state, not_null),
+    )
+
+
+def _recompute(
+    select: exp.Select,
+    rows: exp.Select,
+    not_null: frozenset[str],
+    dynamic: frozenset[str] = frozenset(),
+    only: str | None = None,
+) -> Recompute:
+    """The affected groups of `select` and `rows` (the query, or an aggregate's state) of them."""
+    return Recompute(
+        affected=_sql(affected_keys(select, dynamic, only)),
+        groups=_sql(restrict_to_groups(rows, not_null, dynamic, only)),
+        bounds=_sql(bounds_query(select, not_null, dynamic, only)),
+    )
 
 
 def parse_select(text: str) -> exp.Expression:

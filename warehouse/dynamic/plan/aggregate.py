@@ -29,14 +29,14 @@ class StateColumn:
 
 @dataclass(frozen=True)
 class AggregatePlan:
-    """The SQL of an aggregate refresh; `$lo`/`$hi` bind the delta window."""
+    """The queries of an aggregate refresh; `$lo`/`$hi` bind the delta window."""
 
     keys: list[str]
     key_positions: list[int]  # where each key is in the query's columns
-    state_sql: str  # the state over all rows (a full rebuild)
-    delta_sql: str  # the state over the delta only, one row per key
+    state: exp.Select  # the state over all rows (a full rebuild)
+    delta: exp.Select  # the state over the delta only, one row per key
     columns: list[StateColumn]
-    visible_sql: str  # the query's rows of the groups this refresh touched, from the state
+    visible: exp.Select  # the query's rows of the groups this refresh touched, from the state
 
 
 def _agg_of(node: exp.Expression) -> exp.AggFunc | None:
@@ -115,10 +115,10 @@ def plan_aggregate(select: exp.Select, state_table: exp.Table) -> AggregatePlan:
     return AggregatePlan(
         keys=keys,
         key_positions=key_positions(select),
-        state_sql=state.sql("duckdb"),
-        delta_sql=restrict_to_delta(state).sql("duckdb"),
+        state=state,
+        delta=restrict_to_delta(state),
         columns=columns,
-        visible_sql=visible.sql("duckdb"),
+        visible=visible,
     )
 
 

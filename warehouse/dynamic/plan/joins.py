@@ -25,12 +25,10 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from warehouse.dynamic.plan.delta import BATCH_COLUMN
+from warehouse.tables import REFERENCE
 
 SEQ_COLUMN = "seq"
 LOG_COLUMNS = ("seq", "kind")
-
-#: Tables that change only when wanka reloads them (then every reader refreshes fully).
-STATIC = frozenset({"gpu_models", "nic_models"})
 
 
 def changes_table(table: str) -> exp.Table:
@@ -117,13 +115,13 @@ def affected_join_keys(
     tables = tables_of(base)
     branches: list[exp.Query] = []
     for i, table in enumerate(tables):
-        if table.name.lower() in STATIC or only not in (None, table.name.lower()):
+        if table.name.lower() in REFERENCE or only not in (None, table.name.lower()):
             continue
 
         def pick(j: int, t: exp.Table, i: int = i) -> exp.Query | None:
             if j == i:
                 return changed_rows(t, dynamic)
-            return None if t.name.lower() in STATIC else with_old_rows(t)
+            return None if t.name.lower() in REFERENCE else with_old_rows(t)
 
         branches.append(_replace(base, pick))
     union = branches[0]
@@ -143,11 +141,11 @@ def join_delta(select: exp.Select) -> exp.Query:
     tables = tables_of(select)
     branches: list[exp.Query] = []
     for i, table in enumerate(tables):
-        if table.name.lower() in STATIC:
+        if table.name.lower() in REFERENCE:
             continue
 
         def pick(j: int, t: exp.Table, i: int = i) -> exp.Query | None:
-            if t.name.lower() in STATIC or j > i:
+            if t.name.lower() in REFERENCE or j > i:
                 return None
             return _inserted_rows(t) if j == i else _old_rows(t)
 

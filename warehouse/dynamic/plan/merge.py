@@ -18,27 +18,40 @@ def _combine(kind: str, name: str) -> exp.Expression:
     )
 
 
-def merge_sql(plan: AggregatePlan, state_table: exp.Table) -> str:
-    """MERGE the delta state (`plan.delta_sql`, one row per key) into the state table.
+def merge(plan: AggregatePlan, state_table: exp.Table) -> exp.Merge:
+    """MERGE the delta state (`plan.delta`, one row per key) into the state table.
 
-    Keys match NULL-safely (a NULL host is a group too); groups the state lacks are inserted.
+    Keys match NULL-safely (a NULL host is a group too); groups the state lacks are inserted;
+    every group the delta touches gets `__wm = $hi`, which is how the refresh finds them.
     """
-    target = state_table.sql("duckdb")
     on = (
-        " AND ".join(
-            exp.NullSafeEQ(this=exp.column(k, "s"), expression=exp.column(k, "d")).sql("duckdb")
-            for k in plan.keys
+        exp.and_(
+            *(
+                exp.NullSafeEQ(this=exp.column(k, "s"), expression=exp.column(k, "d"))
+                for k in plan.keys
+            )
         )
-        or "TRUE"
+        if plan.keys
+        else exp.true()
     )
-    sets = [("__rows", _combine("add", "__rows"))]
-    sets += [(c.name, _combine(c.combine, c.name)) for c in plan.columns]
-    update = ", ".join(f"{exp.to_identifier(n).sql('duckdb')} = {e.sql('duckdb')}" for n, e in sets)
     names = [*plan.keys, "__rows", *(c.name for c in plan.columns)]
-    insert_cols = ", ".join(exp.to_identifier(n).sql("duckdb") for n in [*names, "__wm"])
-    insert_vals = ", ".join([*(exp.column(n, "d").sql("duckdb") for n in names), "$hi"])
-    return (
-        f"MERGE INTO {target} AS s USING ({plan.delta_sql}) AS d ON {on} "
-        f"WHEN MATCHED THEN UPDATE SET {update}, __wm = $hi "
-        f"WHEN NOT MATCHED THEN INSERT ({insert_cols}) VALUES ({insert_vals})"
+    combined = [("__rows", "add"), *((c.name, c.combine) for c in plan.columns)]
+    sets = [exp.EQ(this=exp.column(n), expression=_combine(kind, n)) for n, kind in combined]
+    sets.append(exp.EQ(this=exp.column("__wm"), expression=exp.Placeholder(this="hi")))
+    insert = exp.Insert(
+        this=exp.Tuple(expressions=[exp.column(n) for n in [*names, "__wm"]]),
+        expression=exp.Tuple(
+            expressions=[*(exp.column(n, "d") for n in names), exp.Placeholder(this="hi")]
+        ),
+    )
+    return exp.Merge(
+        this=state_table.copy().as_("s"),
+        using=plan.delta.subquery("d"),
+        on=on,
+        whens=exp.Whens(
+            expressions=[
+                exp.When(matched=True, source=False, then=exp.Update(expressions=sets)),
+                exp.When(matched=False, source=False, then=insert),
+            ]
+        ),
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from warehouse.dynamic.plan.joins import STATIC
+from warehouse.tables import REFERENCE
 
 #: Aggregates whose value over old + new rows follows from their values over each part.
 DECOMPOSABLE = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
@@ -77,7 +77,7 @@ def classify(
 def _source_reason(
     select: exp.Select, sources: list[str], tracked: frozenset[str], dynamic: frozenset[str]
 ) -> str | None:
-    untracked = [s for s in sources if s not in tracked | dynamic | STATIC]
+    untracked = [s for s in sources if s not in tracked | dynamic | REFERENCE]
     if untracked:
         return (
             f"{untracked[0]} has no change tracking (no batch ids): only base tables, "
@@ -85,7 +85,7 @@ def _source_reason(
         )
     if not sources:
         return "the query reads no table"
-    if all(s in STATIC for s in sources):
+    if all(s in REFERENCE for s in sources):
         return "it reads only reference tables, which change only when wanka reloads them"
     return _join_reason(select)
 
