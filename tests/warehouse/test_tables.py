@@ -55,7 +55,7 @@ def test_keys_are_columns_and_references_are_the_shipped_csvs(
             table,
         )
         assert set(key) <= columns, (table, key)
-    assert tables.REFERENCE == {ref.table for ref in catalog.reference_tables()}
+    assert {ref.table for ref in catalog.reference_tables()} == tables.REFERENCE
     assert set(tables.DEMO) <= set(tables.LAKE)
     assert tables.REPLACE_KEYS["job_steps"] == ("job_id", "step_id")
 
