@@ -7,17 +7,13 @@ carriage return and writes NULL as \\N; CSV quotes values that need it and leave
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from service.pgwire import codec
+from service.pgwire.channel import Channel
+from service.pgwire.portal import Portal
 from service.pgwire.textenc import encode_text
-
-if TYPE_CHECKING:
-    from service.pgwire.connection import Connection
-    from service.pgwire.portal import Portal
 
 BIN = pa.binary()
 _TEXT_ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"))
@@ -66,7 +62,7 @@ def _next_lines(portal: Portal, csv: bool) -> tuple[bytes, int] | None:
     return lines(batch, portal.oids, csv), batch.num_rows
 
 
-async def send(conn: Connection, portal: Portal) -> int:
+async def send(conn: Channel, portal: Portal) -> int:
     """Stream the portal's rows as COPY data; return the row count."""
     options = portal.statement.copy
     assert options is not None and portal.schema is not None

@@ -10,19 +10,16 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from sqlglot import exp
 
 from service.pgwire import codec, copyout, params
 from service.pgwire import types as t
+from service.pgwire.channel import Channel
 from service.pgwire.errors import SqlError
 from service.pgwire.portal import Portal, Prepared
 from service.pgwire.rows import data_rows
-
-if TYPE_CHECKING:
-    from service.pgwire.connection import Connection
 
 
 def _text_table(names: list[str], rows: list[list[str]]) -> tuple[pa.Schema, list[pa.RecordBatch]]:
@@ -31,7 +28,7 @@ def _text_table(names: list[str], rows: list[list[str]]) -> tuple[pa.Schema, lis
     return schema, [pa.record_batch(columns, schema=schema)]
 
 
-async def start(conn: Connection, portal: Portal) -> None:
+async def start(conn: Channel, portal: Portal) -> None:
     """Run the statement behind `portal` (rows, if any, are read later by `send_rows`)."""
     statement = portal.statement
     kind = statement.kind
@@ -78,7 +75,7 @@ def _error(code: str, text: str) -> Exception:
     return SqlError(code, text)
 
 
-def run_statement(conn: Connection, portal: Portal) -> None:
+def run_statement(conn: Channel, portal: Portal) -> None:
     """Run SQL on the session (blocking)."""
     conn.release_session()
     timeout_ms = int((conn.settings.get("statement_timeout") or "0").rstrip("ms") or 0)
@@ -111,7 +108,7 @@ def _rowcount_from_count_column(portal: Portal) -> None:
     portal.exhausted = True
 
 
-async def _transaction(conn: Connection, kind: str, portal: Portal) -> None:
+async def _transaction(conn: Channel, kind: str, portal: Portal) -> None:
     if kind == "begin":
         if conn.status != b"I":
             conn.writer.write(
@@ -133,7 +130,7 @@ async def _transaction(conn: Connection, kind: str, portal: Portal) -> None:
     await conn.call(_run_plain, conn, "ROLLBACK" if failed or kind == "rollback" else "COMMIT")
 
 
-def _run_plain(conn: Connection, sql: str) -> None:
+def _run_plain(conn: Channel, sql: str) -> None:
     conn.release_session()
     result = conn.session.run(sql)
     reader = getattr(result, "reader", None)
@@ -141,7 +138,7 @@ def _run_plain(conn: Connection, sql: str) -> None:
         reader.read_all()
 
 
-def _declare(conn: Connection, portal: Portal) -> None:
+def _declare(conn: Channel, portal: Portal) -> None:
     name = portal.statement.cursor or ""
     if name in conn.portals:
         raise _error("42P03", f'cursor "{name}" already exists')
@@ -150,7 +147,7 @@ def _declare(conn: Connection, portal: Portal) -> None:
     conn.portals[name] = inner
 
 
-async def _fetch(conn: Connection, portal: Portal) -> None:
+async def _fetch(conn: Channel, portal: Portal) -> None:
     name = portal.statement.cursor or ""
     if name not in conn.portals:
         raise _error("34000", f'cursor "{name}" does not exist')
@@ -169,7 +166,7 @@ async def _fetch(conn: Connection, portal: Portal) -> None:
         portal.formats = source.formats
 
 
-async def send_rows(conn: Connection, portal: Portal, max_rows: int) -> None:
+async def send_rows(conn: Channel, portal: Portal, max_rows: int) -> None:
     """Write DataRows (or COPY data) for up to `max_rows` rows."""
     if portal.statement.copy is not None:
         count = await copyout.send(conn, portal)
@@ -207,7 +204,7 @@ ENCODE_AHEAD = 2
 INLINE_ROWS = 256
 
 
-async def _send_all(conn: Connection, portal: Portal) -> None:
+async def _send_all(conn: Channel, portal: Portal) -> None:
     """Every remaining row: batches read in order, encoded in parallel, written in order."""
     formats = portal.column_formats()
     ahead: deque[asyncio.Future[list[pa.Buffer]]] = deque()
@@ -235,7 +232,7 @@ async def _send_all(conn: Connection, portal: Portal) -> None:
     portal.exhausted = True
 
 
-def describe_statement(conn: Connection, prepared: Prepared) -> pa.Schema | None:
+def describe_statement(conn: Channel, prepared: Prepared) -> pa.Schema | None:
     """The result columns of a prepared statement without running it for real (blocking)."""
     statement = prepared.statement
     if statement.kind == "show":

@@ -15,84 +15,8 @@ generated batch by batch when iterated.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
-
-import numpy as np
-import pyarrow as pa
-
+from warehouse.simulate.cluster import SimulatedCluster, simulate_cluster
 from warehouse.simulate.config import InvalidConfig, SimConfig
 from warehouse.simulate.formats import write_formats
-from warehouse.simulate.inventory import (
-    build_inventory,
-    clusters_table,
-    nodes_table,
-    sites_table,
-)
-from warehouse.simulate.joblog import build_joblog
-from warehouse.simulate.scheduler import schedule
-from warehouse.simulate.telemetry import batches, sample_count
-from warehouse.simulate.telemetry_plan import TelemetryPlan, build_plan
-from warehouse.simulate.workload import generate_workload
 
 __all__ = ["InvalidConfig", "SimConfig", "SimulatedCluster", "simulate_cluster", "write_formats"]
-
-#: Tags that give each step of the pipeline a generator of its own.
-_INVENTORY, _WORKLOAD, _SCHEDULER, _JOBLOG, _TELEMETRY = range(5)
-
-
-@dataclass(frozen=True)
-class SimulatedCluster:
-    """One simulation's output: tables named and typed as the DDL, telemetry on demand."""
-
-    config: SimConfig
-    sites: pa.Table
-    clusters: pa.Table
-    nodes: pa.Table
-    jobs: pa.Table
-    job_steps: pa.Table
-    job_events: pa.Table
-    telemetry: TelemetryPlan
-
-    @property
-    def sample_count(self) -> int:
-        """Rows `telemetry_batches` yields in total."""
-        return sample_count(self.telemetry)
-
-    def telemetry_batches(self, max_rows: int = 2_000_000) -> Iterator[pa.RecordBatch]:
-        """`gpu_metrics` rows in time order, at most `max_rows` a batch (whole scrapes)."""
-        return batches(self.telemetry, max_rows)
-
-    def tables(self) -> dict[str, pa.Table]:
-        """The eager tables by their DDL name."""
-        return {
-            "sites": self.sites,
-            "clusters": self.clusters,
-            "nodes": self.nodes,
-            "jobs": self.jobs,
-            "job_steps": self.job_steps,
-            "job_events": self.job_events,
-        }
-
-
-def simulate_cluster(cfg: SimConfig) -> SimulatedCluster:
-    """Build the cluster `cfg` describes; the same config always gives the same cluster."""
-
-    def rng(tag: int) -> np.random.Generator:
-        return np.random.default_rng([cfg.seed, tag])
-
-    inv = build_inventory(cfg, rng(_INVENTORY))
-    work = generate_workload(cfg, inv, rng(_WORKLOAD))
-    sched = schedule(cfg, inv, work, cfg.seed)
-    log = build_joblog(cfg, inv, work, sched, rng(_JOBLOG))
-    plan = build_plan(cfg, inv, work, sched, log, rng(_TELEMETRY))
-    return SimulatedCluster(
-        config=cfg,
-        sites=sites_table(inv),
-        clusters=clusters_table(inv),
-        nodes=nodes_table(inv, sched.host_state),
-        jobs=log.jobs,
-        job_steps=log.job_steps,
-        job_events=log.job_events,
-        telemetry=plan,
-    )

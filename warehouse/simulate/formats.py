@@ -28,7 +28,7 @@ from warehouse.simulate.prom import PromWriter
 from warehouse.simulate.sacct import write_sacct
 
 if TYPE_CHECKING:
-    from warehouse.simulate import SimulatedCluster
+    from warehouse.simulate.cluster import SimulatedCluster
 
 INVENTORY_TABLES = ("sites", "clusters", "nodes")
 KINDS = ("inventory", "dcgm", "slurm", "parquet")

@@ -1,0 +1,119 @@
+"""The layering, checked on every import the code holds (module level, function level and
+TYPE_CHECKING alike): no module imports itself round a cycle, `warehouse` never imports
+`service`, and `udfs` imports neither. (ruff's TID251 bans in pyproject.toml say the same per
+import statement; only a graph sees a cycle.)"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import REPO
+
+PACKAGES = ("warehouse", "service", "udfs")
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in (REPO / package).rglob("*.py"):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _known(name: str, modules: dict[str, Path]) -> str | None:
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports. `from pkg import sub` counts as importing
+    `pkg.sub` (not `pkg` itself) when `sub` is a module."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join([*up, base] if base else up)
+                subs = [f"{base}.{alias.name}" for alias in node.names]
+                targets = [s for s in subs if s in modules]
+                if len(targets) < len(subs):
+                    targets.append(base)
+            for target in targets:
+                found = _known(target, modules)
+                if found and found != name:
+                    graph[name].add(found)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_graph_sees_the_code() -> None:
+    graph = import_graph()
+    assert len(graph) > 150
+    assert "warehouse.script" in graph["warehouse.query"]
+    assert "warehouse.security.policy" in graph["service.session"] or any(
+        "warehouse.security.policy" in deps for name, deps in graph.items() if "serve" in name
+    )
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_a_planted_cycle_is_found() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_lower_layers_never_import_higher_ones() -> None:
+    graph = import_graph()
+    wrong = sorted(
+        (name, dep)
+        for name, deps in graph.items()
+        for dep in deps
+        if (name.startswith("warehouse") and dep.startswith("service"))
+        or (name.startswith("udfs") and dep.startswith(("warehouse", "service")))
+    )
+    assert wrong == []
