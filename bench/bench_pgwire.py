@@ -47,7 +47,7 @@ FROM range({rows})
 SERVE = """
 import sys
 from service.pgwire import start
-from service.server import Limits, Server
+from service.serve.server import Limits, Server
 from warehouse.security import users
 server = Server(sys.argv[1], limits=Limits(timeout_s=600))
 cur = server.engine.cursor()

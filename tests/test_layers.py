@@ -93,7 +93,7 @@ def test_the_graph_sees_the_code() -> None:
     graph = import_graph()
     assert len(graph) > 150
     assert "warehouse.script" in graph["warehouse.query"]
-    assert "warehouse.security.policy" in graph["service.session"] or any(
+    assert "warehouse.security.policy" in graph["service.serve.session"] or any(
         "warehouse.security.policy" in deps for name, deps in graph.items() if "serve" in name
     )
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from service import memory
-from service.server import Limits, Server
+from service.serve import memory
+from service.serve.server import Limits, Server
 from warehouse.errors import UserError
 
 
@@ -88,7 +88,7 @@ def run_server(
 
     from service.http import create_app
 
-    memory.limit_arenas()  # before the threads start: see service/memory.py
+    memory.limit_arenas()  # before the threads start: see service/serve/memory.py
     memory.use_jemalloc_for_arrow()
     trimmer = memory.Trimmer().start()
     server = Server(db, limits=limits)

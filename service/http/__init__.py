@@ -1,4 +1,4 @@
-"""The HTTP face of `wanka serve`: FastAPI routes over `service.server.Server`."""
+"""The HTTP face of `wanka serve`: FastAPI routes over `service.serve.server.Server`."""
 
 from service.http.app import create_app
 

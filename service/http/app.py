@@ -10,10 +10,9 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from service import web
-from service.http import routes_catalog, routes_ingest, routes_query
-from service.server import Server
-from service.session import OutOfMemory, QueryCancelled, QueryTimeout
+from service.http import routes_catalog, routes_ingest, routes_query, routes_web
+from service.serve.server import Server
+from service.serve.session import OutOfMemory, QueryCancelled, QueryTimeout
 from warehouse.errors import UserError, WankaError
 from warehouse.security.policy import Refused
 
@@ -52,7 +51,7 @@ def create_app(server: Server, *, open_locally: bool = False, pgwire: bool = Fal
     app.state.pgwire = pgwire
     for router in (routes_query.router, routes_catalog.router, routes_ingest.router):
         app.include_router(router)
-    app.include_router(web.router)  # the browser face: /, /report, /v1/analyses
+    app.include_router(routes_web.router)  # the browser face: /, /report, /v1/analyses
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     for cls in (WankaError, LookupError):

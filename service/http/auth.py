@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 
+from anyio import to_thread
 from fastapi import HTTPException, Request
 
-from service.server import Server
+from service.serve.server import Server
 from warehouse.security.users import User
 
 LOCAL = User("local", "admin")
@@ -28,7 +30,7 @@ def authenticate(
 ) -> User:
     """The user an Authorization header names; raises a 401 HTTPException otherwise.
 
-    Failed logins count against the caller's address (service/throttle.py): past the limit the
+    Failed logins count against the caller's address (service/serve/throttle.py): past the limit the
     address gets 429 until its lockout ends, without its credentials being checked.
     """
     if header and (wait_s := server.auth_throttle.wait_s(address)):
@@ -83,12 +85,33 @@ def _authenticate(server: Server, header: str | None, *, open_locally: bool) -> 
     raise unauthorized("unsupported authorization scheme: use Basic or Bearer")
 
 
-def current_user(request: Request) -> User:
-    """FastAPI dependency: the calling user."""
+async def current_user(request: Request) -> User:
+    """FastAPI dependency: the calling user. A credential checked in the last minute is known
+    without leaving the event loop; checking a new one (PBKDF2, the database) runs on a worker."""
     state = request.app.state
-    return authenticate(
-        state.server,
-        request.headers.get("authorization"),
-        open_locally=state.open_locally,
-        address=request.client.host if request.client else "unknown",
+    header = request.headers.get("authorization")
+    address = request.client.host if request.client else "unknown"
+    known = _known(state.server, header, address)
+    if known is not None:
+        return known
+    check = functools.partial(
+        authenticate, state.server, header, open_locally=state.open_locally, address=address
     )
+    return await to_thread.run_sync(check)
+
+
+def _known(server: Server, header: str | None, address: str) -> User | None:
+    """The user of a credential in the server's cache of successful checks, else None."""
+    if not header or server.auth_throttle.wait_s(address):
+        return None  # no credentials, or a locked-out address: the full check says what to do
+    scheme, _, value = header.strip().partition(" ")
+    value = value.strip()
+    if scheme.lower() == "bearer" and value:
+        return server.cached_token(value)
+    if scheme.lower() == "basic" and value:
+        try:
+            name, sep, password = base64.b64decode(value, validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        return server.cached_password(name, password) if sep else None
+    return None

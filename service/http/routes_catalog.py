@@ -10,7 +10,7 @@ from fastapi.responses import PlainTextResponse
 
 from service.http.auth import current_user
 from service.http.models import DynamicTable, Error, Health, RefreshOutcome, Table
-from service.server import Server
+from service.serve.server import Server
 from warehouse import describe
 from warehouse.dynamic.schedule import Failed, Skipped
 from warehouse.dynamic.schedule import describe as describe_outcome

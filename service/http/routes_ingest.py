@@ -17,7 +17,7 @@ from starlette.datastructures import UploadFile
 from service.commands.common import parse_time
 from service.http.auth import current_user
 from service.http.models import Error, IngestResult
-from service.server import Server
+from service.serve.server import Server
 from warehouse.errors import UserError
 from warehouse.ingest import ReadOptions
 from warehouse.ingest.batch import format_named

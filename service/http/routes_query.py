@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import Generator
 from typing import Annotated, Any
 
+from anyio import to_thread
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 
 from service.http.auth import current_user
 from service.http.models import Error, Format, QueryRequest, QueryResponse
-from service.http.stream import MEDIA_TYPES, RENDERERS, first_batch
-from service.server import Server
-from service.session import Session
+from service.http.stream import MEDIA_TYPES, RENDERERS, read_head
+from service.serve.server import Server
+from service.serve.session import ClientGone, Session
 from warehouse.errors import UserError
 from warehouse.security.users import User
 
@@ -37,43 +37,36 @@ RESULT: dict[int | str, dict[str, Any]] = {
 }
 
 
-def answer(server: Server, user: User, query: QueryRequest) -> StreamingResponse:
-    """Run `query` in a session of its own; the session closes when the last byte is sent."""
-    started = time.perf_counter()
-    session = server.session(user, json_rows=query.format == "json")
+def answer(server: Server, user: User, query: QueryRequest) -> Response:
+    """Run `query` in a session of its own (blocking: called on a worker thread).
+
+    A result whose first batches are all of it is rendered here and answered in one piece;
+    a longer one streams batch by batch and the session closes after its last byte.
+    """
+    session = server.session(user, fmt=query.format)
     try:
         result = session.run(
             query.sql, query.params, timeout_s=query.timeout_s, max_rows=query.max_rows
         )
-        first = first_batch(result)
-    except BaseException as error:
+        batches, whole = read_head(result)
+        if whole:  # small: no stream, no thread hop per chunk
+            body = b"".join(RENDERERS[query.format](result, batches))
+    except BaseException:
         session.close()
-        server.metrics.count(
-            "wanka_query_errors_total", "Queries that failed.", face="http", error=_kind(error)
-        )
         raise
+    headers = {"X-Wanka-Statement": result.statement}
+    media = MEDIA_TYPES[query.format]
+    if whole:
+        session.close()
+        return Response(body, media_type=media, headers=headers)
 
-    def body() -> Generator[bytes]:
-        outcome = "client gone"
+    def stream() -> Generator[bytes]:
         try:
-            yield from RENDERERS[query.format](result, first)
-            outcome = "ok"
-        except Exception:
-            outcome = "error"
-            raise
+            yield from RENDERERS[query.format](result, batches)
         finally:
             session.close()
-            server.metrics.count(
-                "wanka_queries_total",
-                "Queries answered.",
-                face="http",
-                format=query.format,
-                outcome=outcome,
-            )
-            server.metrics.observe_query(time.perf_counter() - started, face="http")
 
-    headers = {"X-Wanka-Statement": result.statement}
-    return SessionResponse(body(), session, media_type=MEDIA_TYPES[query.format], headers=headers)
+    return SessionResponse(stream(), session, media_type=media, headers=headers)
 
 
 class SessionResponse(StreamingResponse):
@@ -90,25 +83,21 @@ class SessionResponse(StreamingResponse):
         finally:
             # no-ops once the last byte went out; otherwise DuckDB stops producing for nobody
             # and the session is released now rather than whenever the generator is collected
-            self.session.interrupt()
+            self.session.interrupt(ClientGone("the client went away"))
             with contextlib.suppress(ValueError):  # still running in a worker: it ends itself
                 self.content.close()
 
 
-def _kind(error: BaseException) -> str:
-    return type(error).__name__
-
-
 @router.post("/v1/query", responses={**RESULT, **ERRORS}, summary="Run SQL")
-def post_query(
+async def post_query(
     query: QueryRequest, request: Request, user: Annotated[User, Depends(current_user)]
-) -> StreamingResponse:
+) -> Response:
     """Run one statement (readers) or a script (writers, admins) and stream its last result."""
-    return answer(request.app.state.server, user, query)
+    return await to_thread.run_sync(answer, request.app.state.server, user, query)
 
 
 @router.get("/v1/query", responses={**RESULT, **ERRORS}, summary="Run SQL (GET)")
-def get_query(
+async def get_query(
     request: Request,
     user: Annotated[User, Depends(current_user)],
     sql: Annotated[str, Query(min_length=1, max_length=100_000)],
@@ -116,7 +105,7 @@ def get_query(
     max_rows: Annotated[int | None, Query(ge=0, le=2**62)] = None,
     timeout_s: Annotated[float | None, Query(gt=0, le=86_400)] = None,
     params: Annotated[str | None, Query(description="A JSON array or object.")] = None,
-) -> StreamingResponse:
+) -> Response:
     """The same as POST, with the query in the URL (`params` as JSON text)."""
     values = None
     if params:
@@ -129,4 +118,4 @@ def get_query(
     query = QueryRequest(
         sql=sql, params=values, format=format, max_rows=max_rows, timeout_s=timeout_s
     )
-    return answer(request.app.state.server, user, query)
+    return await to_thread.run_sync(answer, request.app.state.server, user, query)

@@ -20,7 +20,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from service.render import csv_header, flat_for_csv, json_value
-from service.session import Result
+from service.serve.session import Result
 from warehouse.errors import WankaError
 
 MEDIA_TYPES = {
@@ -70,14 +70,14 @@ def json_column(column: pa.Array) -> list[Any]:
     return [json_value(v) for v in column.to_pylist()]
 
 
-def json_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[bytes]:
+def json_chunks(result: Result, head: list[pa.RecordBatch]) -> Iterator[bytes]:
     """`{"columns": [...], "rows": [[...], ...], "truncated", "rows_returned", "elapsed_ms"}`."""
     schema = result.reader.schema
     columns = [{"name": f.name, "type": str(f.type)} for f in schema]
     yield b'{"columns": ' + json.dumps(columns).encode() + b', "rows": ['
     count, error = 0, None
     try:
-        for batch in _batches(result, first):
+        for batch in _batches(result, head):
             if not batch.num_rows:
                 continue
             values = [json_column(col) for col in batch.columns]
@@ -98,10 +98,10 @@ def json_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[bytes]
     yield b"], " + json.dumps(tail).encode()[1:]
 
 
-def ndjson_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[bytes]:
+def ndjson_chunks(result: Result, head: list[pa.RecordBatch]) -> Iterator[bytes]:
     """One JSON object per row; a failure mid-stream ends with an `{"error": ...}` line."""
     try:
-        for batch in _batches(result, first):
+        for batch in _batches(result, head):
             names = batch.schema.names
             values = [json_column(col) for col in batch.columns]
             lines = [
@@ -114,44 +114,43 @@ def ndjson_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[byte
         yield json.dumps({"error": str(failure)}).encode() + b"\n"
 
 
-def csv_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[bytes]:
+def csv_chunks(result: Result, head: list[pa.RecordBatch]) -> Iterator[bytes]:
     """A header line, then rows; nested values as JSON text."""
     yield csv_header(result.reader.schema.names)
     sink = _Sink()
     options = pacsv.WriteOptions(include_header=False)
-    for batch in _batches(result, first):
+    for batch in _batches(result, head):
         pacsv.write_csv(flat_for_csv(batch), sink, write_options=options)
         yield sink.take()
 
 
-def arrow_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[bytes]:
+def arrow_chunks(result: Result, head: list[pa.RecordBatch]) -> Iterator[bytes]:
     """An Arrow IPC stream: schema, then one message per batch, then the end marker."""
     sink = _Sink()
     with ipc.new_stream(sink, result.reader.schema) as writer:
         yield sink.take()
-        for batch in _batches(result, first):
+        for batch in _batches(result, head):
             writer.write_batch(batch)
             yield sink.take()
     yield sink.take()
 
 
-def parquet_chunks(result: Result, first: pa.RecordBatch | None) -> Iterator[bytes]:
+def parquet_chunks(result: Result, head: list[pa.RecordBatch]) -> Iterator[bytes]:
     """A Parquet file, one row group per batch, written as the row groups complete."""
     sink = _Sink()
     with pq.ParquetWriter(sink, result.reader.schema, compression="zstd") as writer:
-        for batch in _batches(result, first):
+        for batch in _batches(result, head):
             writer.write_batch(batch)
             yield sink.take()
     yield sink.take()
 
 
-def _batches(result: Result, first: pa.RecordBatch | None) -> Iterator[pa.RecordBatch]:
-    if first is not None:
-        yield first
+def _batches(result: Result, head: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    yield from head
     yield from result.reader
 
 
-RENDERERS: dict[str, Callable[[Result, pa.RecordBatch | None], Iterator[bytes]]] = {
+RENDERERS: dict[str, Callable[[Result, list[pa.RecordBatch]], Iterator[bytes]]] = {
     "json": json_chunks,
     "ndjson": ndjson_chunks,
     "csv": csv_chunks,
@@ -160,9 +159,13 @@ RENDERERS: dict[str, Callable[[Result, pa.RecordBatch | None], Iterator[bytes]]]
 }
 
 
-def first_batch(result: Result) -> pa.RecordBatch | None:
-    """Read the first batch before answering, so an early failure still gets its status code."""
-    try:
-        return result.reader.read_next_batch()
-    except StopIteration:
-        return None
+def read_head(result: Result) -> tuple[list[pa.RecordBatch], bool]:
+    """The first batches, read before answering so an early failure still gets its status
+    code; and whether they are the whole result (then it is answered in one piece)."""
+    batches: list[pa.RecordBatch] = []
+    for _ in range(2):  # a second read says whether the first batch was the last
+        try:
+            batches.append(result.reader.read_next_batch())
+        except StopIteration:
+            return batches, True
+    return batches, False

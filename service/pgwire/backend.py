@@ -1,9 +1,9 @@
 """What the PostgreSQL face needs from the warehouse core, as protocols.
 
-`start(server, ...)` takes the core's `Server`: `server.session(user)` opens a `Session` whose
-`run(sql, params=None, *, timeout_s=None, max_rows=None)` returns a `Result`, and SCRAM verifiers
-come from `warehouse.security.users.scram_secret` on a cursor of `server.engine`. A server object
-may instead offer `scram_secret(name)` itself (tests do).
+`start(server, ...)` takes the serve process's `Server`: `server.session(user, face="pgwire")`
+opens a `Session` whose `run(sql, params=None, *, timeout_s=None, max_rows=None)` returns a
+`Result`, and SCRAM verifiers come from `warehouse.security.users.scram_secret` on a cursor of
+`server.engine`. A server object may instead offer `scram_secret(name)` itself (tests do).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class Session(Protocol):
 
 
 class Server(Protocol):
-    def session(self, user: Any) -> Session: ...
+    def session(self, user: Any, *, face: str = ...) -> Session: ...
 
 
 def user_of(secret: Any) -> Any:

@@ -160,7 +160,9 @@ class PgServer:
                     )
                 ) from None
             user_name = self._admit(user.name, limits)
-            session = await self.blocking(self.server.session, user)
+            session = await self.blocking(
+                functools.partial(self.server.session, user, face="pgwire")
+            )
             if hasattr(session, "max_rows"):
                 session.max_rows = None  # row caps are for HTTP; time and memory limits stay
             with self._lock:

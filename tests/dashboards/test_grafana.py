@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from service.server import Server
+from service.serve.server import Server
 from tests.conftest import REPO
 from tests.dashboards.grafana_macros import expand
 from warehouse.demo import build_demo

@@ -152,7 +152,7 @@ def test_a_session_parses_a_query_once_from_policy_to_execution(
     eng: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What `POST /v1/query` and pgwire do: Session.run on text it has not seen before."""
-    from service.session import Session
+    from service.serve.session import Session
 
     sqlglot_parses = Counter[str]()
     real_parse_one = reads.sqlglot.parse_one

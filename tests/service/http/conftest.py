@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from service.server import Limits, Server
+from service.serve.server import Limits, Server
 from warehouse.security.users import add_user, create_token
 
 with warnings.catch_warnings():

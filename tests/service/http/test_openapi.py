@@ -10,7 +10,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
-from service.server import Limits, Server
+from service.serve.server import Limits, Server
 from warehouse.security.users import add_user
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from service.pgwire import Handle, start
-from service.server import Limits, Server
+from service.serve.server import Limits, Server
 from tests.service.pgwire import realpg
 from warehouse.security import users
 

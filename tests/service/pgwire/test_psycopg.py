@@ -230,7 +230,7 @@ def test_statement_timeout_interrupts(conn: psycopg.Connection) -> None:
 
 def test_no_users_means_local_admin_without_password(tmp_path) -> None:
     from service.pgwire import start
-    from service.server import Server
+    from service.serve.server import Server
 
     server = Server(str(tmp_path / "empty.duckdb"))
     handle = start(server, "127.0.0.1", 0)
@@ -289,3 +289,28 @@ def test_unaliased_columns_are_named_as_postgresql_names_them(conn: psycopg.Conn
     assert [d.name for d in cur.description] == ["count", "sum"]
     cur = conn.execute("select 1 + 1, i::text, 2::int from pg_types_probe")
     assert [d.name for d in cur.description] == ["?column?", "i", "int4"]
+
+
+def _counted(served: Served, series: str) -> float:
+    """The value of one /metrics series of the served process (0 when absent)."""
+    for line in served.server.metrics.render().splitlines():
+        name, _, value = line.rpartition(" ")
+        if name == series:
+            return float(value)
+    return 0.0
+
+
+def test_pgwire_queries_are_counted_in_metrics_as_http_ones_are(served: Served) -> None:
+    ok = 'wanka_queries_total{face="pgwire",outcome="ok"}'
+    failed = 'wanka_query_errors_total{error="UserError",face="pgwire"}'
+    before_ok, before_failed = _counted(served, ok), _counted(served, failed)
+    with psycopg.connect(served.dsn()) as conn:
+        for i in range(3):
+            assert conn.execute("SELECT %s::int * 2", [i]).fetchone() == (2 * i,)
+        conn.rollback()
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute("SELECT * FROM no_such_table")
+    assert _counted(served, ok) - before_ok >= 3
+    assert _counted(served, failed) - before_failed == 1
+    histogram = 'wanka_query_duration_seconds_count{face="pgwire"}'
+    assert _counted(served, histogram) >= 3

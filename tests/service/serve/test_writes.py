@@ -1,4 +1,4 @@
-"""Writes and refreshes take turns in the serve process (service/writes.py).
+"""Writes and refreshes take turns in the serve process (service/serve/writes.py).
 
 The race this prevents: a write takes its batch id when it starts; if it commits after a
 refresh that moved the watermark past that id, no incremental refresh would ever see its rows.
@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from service.server import Limits, Server
-from service.writes import WriterBusy
+from service.serve.server import Limits, Server
+from service.serve.writes import WriterBusy
 from warehouse.security.users import User
 
 ADMIN = User("admin", "admin")

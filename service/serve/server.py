@@ -2,13 +2,14 @@
 scheduler share it.
 
 It opens the engine locked down for user SQL, checks credentials (caching successes), hands out
-one `service.session.Session` per client, serialises writes and refreshes (`service/writes.py`)
-and runs the scheduler in a thread of its own.
+one `service.serve.session.Session` per client, serialises writes and refreshes
+(`service/serve/writes.py`) and runs the scheduler in a thread of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 import time
 from dataclasses import dataclass
@@ -16,14 +17,19 @@ from typing import Any
 
 import duckdb
 
-from service.session import DEFAULT_TIMEOUT_S, Session
-from service.throttle import AuthThrottle
-from service.writes import WriteGate, WriterBusy
+from service.serve.session import DEFAULT_TIMEOUT_S, Session
+from service.serve.throttle import AuthThrottle
+from service.serve.writes import WriteGate, WriterBusy
 from warehouse.security import policy
 from warehouse.security import users as users_module
 from warehouse.security.users import User
 
 _AUTH_CACHE_S = 60.0
+
+
+def _basic_key(name: str, password: str) -> tuple[str, bytes]:
+    """The cache key of a Basic credential: the password itself is never kept."""
+    return name, hashlib.sha256(password.encode()).digest()
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,7 @@ class Server:
     def __init__(
         self, path: str | None, *, limits: Limits | None = None, lock_down: bool = True
     ) -> None:
-        from service.metrics import Metrics
+        from service.serve.metrics import Metrics
         from warehouse.engine import Engine
 
         self.limits = limits or Limits()
@@ -86,29 +92,36 @@ class Server:
         """The SCRAM verifiers of `name`, for pgwire's authentication exchange."""
         return self.with_cursor(lambda cur: users_module.scram_secret(cur, name))
 
+    def cached_password(self, name: str, password: str) -> User | None:
+        """HTTP Basic from the cache of successful checks only (no database, no PBKDF2)."""
+        return self._cached(self._basic_cache, _basic_key(name, password))
+
+    def cached_token(self, token: str) -> User | None:
+        """Bearer from the cache of successful checks only."""
+        return self._cached(self._token_cache, token)
+
+    def _cached(self, cache: dict[Any, tuple[User, float]], key: Any) -> User | None:
+        with self._auth_lock:
+            hit = cache.get(key)
+        return hit[0] if hit is not None and hit[1] > time.monotonic() else None
+
     def check_password(self, name: str, password: str) -> User | None:
         """HTTP Basic: the user when the password is right; successes cached for a minute."""
-        import hashlib
-
-        key = (name, hashlib.sha256(password.encode()).digest())
-        now = time.monotonic()
-        with self._auth_lock:
-            hit = self._basic_cache.get(key)
-        if hit is not None and hit[1] > now:
-            return hit[0]
+        hit = self.cached_password(name, password)
+        if hit is not None:
+            return hit
         user = self.with_cursor(lambda cur: users_module.check_password(cur, name, password))
         if user is not None:
             with self._auth_lock:
-                self._basic_cache[key] = (user, now + _AUTH_CACHE_S)
+                key = _basic_key(name, password)
+                self._basic_cache[key] = (user, time.monotonic() + _AUTH_CACHE_S)
         return user
 
     def check_token(self, token: str) -> User | None:
         """Bearer: the token's user; successes cached for a minute, last use noted then."""
-        now = time.monotonic()
-        with self._auth_lock:
-            hit = self._token_cache.get(token)
-        if hit is not None and hit[1] > now:
-            return hit[0]
+        hit = self.cached_token(token)
+        if hit is not None:
+            return hit
 
         def check(cur: duckdb.DuckDBPyConnection) -> User | None:
             user = users_module.check_token(cur, token)
@@ -121,7 +134,7 @@ class Server:
         user = self.with_cursor(check)
         if user is not None:
             with self._auth_lock:
-                self._token_cache[token] = (user, now + _AUTH_CACHE_S)
+                self._token_cache[token] = (user, time.monotonic() + _AUTH_CACHE_S)
         return user
 
     def forget_credentials(self) -> None:
@@ -132,15 +145,21 @@ class Server:
 
     # -- work --------------------------------------------------------------------------------
 
-    def session(self, user: User, *, json_rows: bool = False) -> Session:
-        """A session of `user` on a cursor of its own; close it when the client goes."""
-        cap = self.limits.max_rows_json if json_rows else self.limits.max_rows
+    def session(self, user: User, *, face: str = "http", fmt: str | None = None) -> Session:
+        """A session of `user` on a cursor of its own; close it when the client goes.
+
+        `face` and `fmt` label the session's queries in /metrics; JSON results are capped at
+        `max_rows_json` rows, every other format at `max_rows`.
+        """
+        cap = self.limits.max_rows_json if fmt == "json" else self.limits.max_rows
         return Session(
             self.engine.cursor(),
             user,
             timeout_s=self.limits.timeout_s,
             max_rows=cap,
             writes=self.writes,
+            metrics=self.metrics,
+            labels={"face": face, **({"format": fmt} if fmt else {})},
         )
 
     def require(self, user: User, role: str, what: str) -> None:

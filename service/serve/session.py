@@ -1,4 +1,4 @@
-"""One client connection of the serve process (`service.server.Server` hands them out).
+"""One client connection of the serve process (`service.serve.server.Server` hands them out).
 
 Every face (HTTP per request, pgwire per connection) runs user SQL through `Session.run`:
 check it against the user's role (`warehouse.security.policy`), run it on the session's own
@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from service.watchdog import WATCHDOG
-from service.writes import WriteGate
+from service.serve.metrics import Metrics
+from service.serve.watchdog import WATCHDOG
+from service.serve.writes import WriteGate
 from warehouse.errors import UserError, WankaError, one_line
 from warehouse.query import execute
 from warehouse.script import Script
@@ -26,6 +27,8 @@ from warehouse.security import policy
 from warehouse.security.users import User
 
 DEFAULT_TIMEOUT_S = 60.0
+#: Statement types whose result is all there when `run` returns (nothing to stream).
+_DRAINED = frozenset({"INSERT", "UPDATE", "DELETE", "MERGE_INTO"})
 
 
 class QueryTimeout(WankaError):
@@ -34,6 +37,10 @@ class QueryTimeout(WankaError):
 
 class QueryCancelled(WankaError):
     """A query was cancelled by its client."""
+
+
+class ClientGone(QueryCancelled):
+    """The client went away before reading the whole result."""
 
 
 class OutOfMemory(WankaError):
@@ -52,12 +59,21 @@ class Result:
     rows: int = 0  # rows handed out so far
     started: float = field(default_factory=time.perf_counter)
     source: pa.RecordBatchReader | None = None  # DuckDB's own stream under `reader`
+    done: Callable[[str], None] | None = None  # told once how the query ended
+
+    def finish(self, outcome: str) -> None:
+        """The query ended: 'ok' (read to the end or the row cap), 'error', or 'client gone'
+        (its reader stopped before the end)."""
+        if self.done is not None:
+            done, self.done = self.done, None
+            done(outcome)
 
     def close(self) -> None:
         """Stop reading: releases the cursor for the next statement."""
         for reader in (self.reader, self.source):
             if reader is not None:
                 reader.close()
+        self.finish("client gone")
 
     @property
     def elapsed_ms(self) -> float:
@@ -75,9 +91,13 @@ class Session:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_rows: int | None = None,
         writes: WriteGate | None = None,
+        metrics: Metrics | None = None,
+        labels: dict[str, str] | None = None,
     ) -> None:
         self.cursor = cursor
         self.writes = writes or WriteGate()
+        self.metrics = metrics
+        self.labels = {"face": "sql", **(labels or {})}  # face: http | pgwire; format: json ...
         self._in_transaction = False
         self.user = user
         self.timeout_s = timeout_s
@@ -102,6 +122,26 @@ class Session:
         `UserError` (bad SQL), `QueryTimeout`. `timeout_s` and `max_rows` may lower the
         session's limits, never raise them.
         """
+        started = time.perf_counter()
+        try:
+            result = self._run(sql, params, timeout_s, max_rows)
+        except BaseException as error:
+            self._count(
+                "wanka_query_errors_total", "Queries that failed.", error=type(error).__name__
+            )
+            raise
+        result.started, result.done = started, self._on_done(started)
+        if result.rowcount is not None or result.statement in _DRAINED:
+            result.finish("ok")
+        return result
+
+    def _run(
+        self,
+        sql: str | Script,
+        params: Sequence[Any] | dict[str, Any] | None,
+        timeout_s: float | None,
+        max_rows: int | None,
+    ) -> Result:
         if self._closed:
             raise WankaError("this session is closed")
         if self._last is not None:
@@ -116,7 +156,7 @@ class Session:
         kind = script.last.type
         writing = self._writes(script)
         if writing:
-            self.writes.acquire(self, limit_s)  # see service/writes.py
+            self.writes.acquire(self, limit_s)  # see service/serve/writes.py
         self._start_timer(limit_s)
         try:
             reader = execute(self.cursor, script, params)
@@ -130,13 +170,29 @@ class Session:
             reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
         result = Result(reader, kind, max_rows=cap, source=reader)
         self._last = result
-        if kind in {"INSERT", "UPDATE", "DELETE", "MERGE_INTO"}:
+        if kind in _DRAINED:
             table = self._drain(reader)
             result.rowcount = int(table.column(0)[0].as_py()) if table.num_rows else 0
             result.reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
             return result
         result.reader = pa.RecordBatchReader.from_batches(reader.schema, self._capped(result))
         return result
+
+    def _count(self, name: str, help_text: str, **labels: str) -> None:
+        if self.metrics is not None:
+            self.metrics.count(name, help_text, face=self.labels["face"], **labels)
+
+    def _on_done(self, started: float) -> Callable[[str], None] | None:
+        """What a result calls when its query ends: count it and observe its duration."""
+        metrics, labels = self.metrics, self.labels
+        if metrics is None:
+            return None
+
+        def done(outcome: str) -> None:
+            metrics.count("wanka_queries_total", "Queries answered.", outcome=outcome, **labels)
+            metrics.observe_query(time.perf_counter() - started, face=labels["face"])
+
+        return done
 
     def _writes(self, script: Script) -> bool:
         """Whether `script` writes, or ends a transaction that wrote; follows BEGIN/COMMIT."""
@@ -171,6 +227,9 @@ class Session:
             return
         self._closed = True
         self._stop_timer()
+        if self._last is not None:  # says how its query ended, if nobody has yet
+            with contextlib.suppress(duckdb.Error, pa.ArrowException, ValueError):
+                self._last.close()
         with contextlib.suppress(duckdb.Error):
             self.cursor.close()  # an open transaction rolls back with it
         self.writes.release(self)
@@ -226,6 +285,7 @@ class Session:
         """The reader's batches up to the row cap; the timer stops when the stream ends."""
         source = result.source
         assert source is not None
+        outcome = "client gone"  # unless the loop ends or fails
         try:
             for batch in source:
                 cap = result.max_rows
@@ -238,11 +298,17 @@ class Session:
                     break
                 result.rows += batch.num_rows
                 yield batch
+            outcome = "ok"
+        except GeneratorExit:
+            raise
         except BaseException as error:
+            gone = isinstance(self._why_interrupted, ClientGone)
+            outcome = "client gone" if gone else "error"
             raise self._translate(error) from None
         finally:
             self._stop_timer()
             source.close()
+            result.finish(outcome)
 
 
 def _lower(asked: int | None, limit: int | None) -> int | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from service.server import Server
+from service.serve.server import Server
 from tests.browser import Browser
 from warehouse.demo import build_demo
 from warehouse.simulate import SimConfig

@@ -23,8 +23,8 @@ from fastapi.testclient import TestClient
 
 from service.http import create_app
 from service.pgwire import start
-from service.server import Limits, Server
-from service.throttle import AuthThrottle
+from service.serve.server import Limits, Server
+from service.serve.throttle import AuthThrottle
 from warehouse.security import users
 
 PASSWORD = "right-pw"

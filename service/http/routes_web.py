@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
-from fastapi.responses import FileResponse, HTMLResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.http.auth import current_user
 from service.http.models import Format, QueryRequest
 from service.http.routes_query import answer
-from service.server import Server
+from service.serve.server import Server
 from warehouse.analyses import all_analyses, analysis_named
 from warehouse.analyses.params import bind
 from warehouse.report import build_html
@@ -86,7 +86,7 @@ def analyses(user: Annotated[User, Depends(current_user)]) -> list[dict[str, Any
 @router.post("/v1/analyses/{name}", summary="Run a shipped analysis")
 def run(
     name: str, body: AnalysisRun, request: Request, user: Annotated[User, Depends(current_user)]
-) -> StreamingResponse:
+) -> Response:
     """Run analysis `name` as the calling user, with its parameters given as text."""
     analysis = analysis_named(name)
     values = bind(analysis.params, body.params, name)

@@ -71,7 +71,7 @@ class Metrics:
         self._histograms: dict[Labels, list[int]] = {}
         self._sums: dict[Labels, float] = defaultdict(float)
 
-    def count(self, name: str, help_text: str, value: float = 1, **labels: str) -> None:
+    def count(self, name: str, help_text: str, value: float = 1, /, **labels: str) -> None:
         """Add `value` to counter `name` with `labels`."""
         key = tuple(sorted(labels.items()))
         with self._lock:

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from service.server import Limits, Server
-from service.session import QueryTimeout
+from service.serve.server import Limits, Server
+from service.serve.session import QueryTimeout
 from warehouse.errors import UserError
 from warehouse.security.policy import Refused
 from warehouse.security.users import User, add_user
@@ -35,7 +35,7 @@ def test_reader_query_streams_arrow(server: Server) -> None:
 
 
 def test_row_cap_truncates(server: Server) -> None:
-    with server.session(User("reader", "reader"), json_rows=True) as session:
+    with server.session(User("reader", "reader"), fmt="json") as session:
         result = session.run("SELECT * FROM range(5000)", max_rows=10_000)
         assert result.reader.read_all().num_rows == 1000 and result.truncated
         result = session.run("SELECT * FROM range(5000)", max_rows=7)
@@ -103,7 +103,7 @@ def test_credentials_cached_and_checked(server: Server) -> None:
 
 
 def test_memory_limit_fails_the_query_not_the_server() -> None:
-    from service.session import OutOfMemory
+    from service.serve.session import OutOfMemory
 
     with (
         Server(":memory:", limits=Limits(memory_limit="64MB")) as small,

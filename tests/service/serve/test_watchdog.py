@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from service.watchdog import Watchdog
+from service.serve.watchdog import Watchdog
 
 
 def test_fires_in_deadline_order_and_skips_disarmed() -> None:

@@ -1,4 +1,4 @@
-"""The allocator settings `wanka serve` makes so its memory stays bounded (service/memory.py)."""
+"""The allocator settings `wanka serve` makes so its memory stays bounded (serve/memory.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from service import memory
+from service.serve import memory
 
 glibc_only = pytest.mark.skipif(
     platform.libc_ver()[0] != "glibc", reason="arena and trim controls are glibc's"
