@@ -28,6 +28,8 @@ DEFAULT_DB = "wanka.duckdb"
 #: wanka.duckdb would otherwise make `wanka.ingest_batches` ambiguous (catalog or schema?).
 CATALOG = "warehouse"
 DB_ENV = "WANKA_DB"
+#: Idle cursors an engine keeps for `lend` (more are opened as needed, and closed after).
+IDLE_CURSORS = 64
 
 #: Settings every connection gets. Extensions that would download fail fast instead of hanging.
 BASE_CONFIG: dict[str, Any] = {
@@ -82,6 +84,8 @@ class Engine:
         self.path = resolve_db_path(path)
         self.read_only = read_only
         self._lock = threading.Lock()
+        self._idle: list[duckdb.DuckDBPyConnection] = []  # cursors `lend` hands out again
+        self._closed = False
         self.con = self._connect()
         try:
             if not read_only:
@@ -125,6 +129,25 @@ class Engine:
         cur.execute(f"USE {CATALOG}")  # a cursor starts in the in-memory catalog
         return cur
 
+    def lend(self) -> duckdb.DuckDBPyConnection:
+        """A cursor from the idle ones when there is one, else a new one; hand it back with
+        `take_back`. Opening a cursor costs ~0.3 ms (the USE is a statement), a request's
+        whole SELECT 1 about as much again."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return self.cursor()
+
+    def take_back(self, cur: duckdb.DuckDBPyConnection, *, reusable: bool) -> None:
+        """Keep a lent cursor for the next caller when `reusable` (no transaction, nothing
+        left running, no state a statement could have left on it), else close it."""
+        if reusable:
+            with self._lock:
+                if len(self._idle) < IDLE_CURSORS and not self._closed:
+                    self._idle.append(cur)
+                    return
+        cur.close()
+
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A cursor inside BEGIN ... COMMIT; anything raised rolls the whole unit back."""
@@ -164,6 +187,11 @@ class Engine:
         return applied_version(self.con)
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for cur in idle:
+            cur.close()
         self.con.close()
 
     def __enter__(self) -> Engine:

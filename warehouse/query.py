@@ -2,6 +2,13 @@
 
 The text is parsed once (`warehouse.script`); here DuckDB runs its parsed statements and
 `warehouse.dynamic.statements` the DYNAMIC TABLE ones, each in order.
+
+A SELECT streams through DuckDB's own statement runner (`_submit`, what DuckDB 2.0's Python
+relation layer calls after binding the statement a second time in Python to build a lazy
+relation): one bind instead of two. `SELECT 1` from 32 threads: 1,150 against 800 queries/s,
+1.0 against 1.6 ms of CPU each (bench/bench_http.py has the end-to-end figures). Where this
+DuckDB has no such runner, the relation layer runs it; `tests/warehouse/test_query.py` checks
+the two agree.
 """
 
 from __future__ import annotations
@@ -19,6 +26,9 @@ from warehouse.script import Script, Statement, parse
 BATCH_ROWS = 65_536
 
 Params = Sequence[Any] | dict[str, Any] | None
+
+#: Whether this DuckDB exposes the statement runner under its relation layer.
+DIRECT = hasattr(duckdb.DuckDBPyConnection, "_submit")
 
 
 def execute(
@@ -47,6 +57,11 @@ def run(
         if statement.dynamic is not None:
             table = dynamic.run(cur, statement.dynamic)
             return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+        if DIRECT and statement.type == "SELECT":
+            values = list(params) if isinstance(params, Sequence) else params
+            result = cur._submit(statement.text, values or None, "stream", batch_rows)
+            reader: pa.RecordBatchReader = result.arrow_reader()
+            return reader
         relation = cur.sql(statement.parsed or statement.text, params=params)
         if relation is None:
             return pa.RecordBatchReader.from_batches(pa.schema([]), [])

@@ -3,10 +3,10 @@ depend on this small protocol rather than on `connection`, which calls them."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
+from service.pgwire.outbox import Outbox
 from service.pgwire.portal import Portal
 from service.pgwire.settings import Settings
 
@@ -16,7 +16,7 @@ R = TypeVar("R")
 class Channel(Protocol):
     """One client connection as the statement runners see it."""
 
-    writer: asyncio.StreamWriter
+    writer: Outbox  # write() collects, drain() sends
     session: Any  # service.pgwire.backend.Session
     settings: Settings
     portals: dict[str, Portal]

@@ -18,11 +18,16 @@ from sqlglot import exp
 from service.pgwire import codec, cursors, params
 from service.pgwire import types as t
 from service.pgwire.errors import SqlError, message, sqlstate
+from service.pgwire.outbox import Outbox
 from service.pgwire.portal import Portal, Prepared, command_tag
 from service.pgwire.settings import REPORTED, Settings
 from service.pgwire.statements import Statement, split
 
 R = TypeVar("R")
+
+#: Messages after which the client waits for what was answered (the others' answers wait for
+#: Sync or Flush, as PostgreSQL's do).
+_ANSWERED_NOW = frozenset({b"Q", b"S", b"H"})
 
 
 class Connection:
@@ -39,7 +44,8 @@ class Connection:
         pid: int = 0,
         run_aside: Callable[..., Any] | None = None,
     ) -> None:
-        self.reader, self.writer, self.session = reader, writer, session
+        self.reader, self.session = reader, session
+        self.writer = Outbox(writer)  # sent at Sync, Flush, a simple query's end, an error
         self.settings = settings
         self.blocking = run_blocking
         self.aside = run_aside or run_blocking  # work that may overlap with writing
@@ -100,7 +106,8 @@ class Connection:
                     self.writer.write(codec.ready_for_query(self.status))
                 else:
                     self.skip_to_sync = True
-            await self.writer.drain()
+            if kind in _ANSWERED_NOW or self.skip_to_sync:
+                await self.writer.drain()
 
     def fail(self, error: BaseException) -> None:
         if self.status == b"T":

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from service.pgwire import arrays
+from service.pgwire import arrays, small
 from service.pgwire.binenc import encode_binary
 from service.pgwire.textenc import encode_text
 
@@ -39,8 +39,10 @@ def data_rows(
     batch: pa.RecordBatch, oids: Sequence[int], formats: Sequence[int]
 ) -> list[pa.Buffer]:
     """The DataRow messages for every row of `batch`, as a few contiguous buffers."""
-    out: list[pa.Buffer] = []
     coders = encoders(formats)
+    if batch.num_rows <= small.SMALL_ROWS:  # Python is the faster for a handful of rows
+        return [small.data_rows(batch, oids, formats, coders)] if batch.num_rows else []
+    out: list[pa.Buffer] = []
     for start in range(0, max(batch.num_rows, 1), BLOCK_ROWS):
         block = batch.slice(start, BLOCK_ROWS)
         if block.num_rows:

@@ -74,6 +74,12 @@ class Statement:
         )
 
     @functools.cached_property
+    def _plain(self) -> str:
+        """The DuckDB SQL of a statement without parameters, rendered once."""
+        assert self.tree is not None
+        return _render(self.tree)
+
+    @functools.cached_property
     def _template(self) -> tuple[str, dict[str, str]]:
         assert self.tree is not None
         return _template(self.tree)
@@ -85,7 +91,7 @@ class Statement:
         if self.tree is None:
             return self.text
         if not params and not self.param_count and not self.uses_session:
-            return _render(self.tree)
+            return self._plain
         values = {f"{i + 1}": _render(v) for i, v in enumerate(params)}
         values.update({k: _render(v) for k, v in (context or {}).items()})
         template, slots = self._template

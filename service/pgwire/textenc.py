@@ -39,7 +39,9 @@ def encode_text(arr: pa.Array, oid: int) -> pa.Array:
         return arr.cast(BIN) if pa.types.is_string(arrow) else arr.cast(pa.string()).cast(BIN)
     if pa.types.is_boolean(arrow):
         return pc.if_else(arr, pa.scalar(b"t", BIN), pa.scalar(b"f", BIN))
-    if pa.types.is_integer(arrow) or pa.types.is_decimal(arrow) or pa.types.is_date(arrow):
+    if pa.types.is_decimal(arrow):
+        return _decimals(arr)
+    if pa.types.is_integer(arrow) or pa.types.is_date(arrow):
         return arr.cast(pa.string()).cast(BIN)
     if pa.types.is_floating(arrow):
         return _floats(arr, 15 if arrow == pa.float64() else 6)
@@ -67,6 +69,21 @@ def _floats(arr: pa.Array, digits: int) -> pa.Array:
     if pc.any(odd).as_py():
         values = arr.filter(odd).to_pylist()
         fixed = pa.array([float_text(v, digits) for v in values], pa.string())
+        text = pc.replace_with_mask(text, odd, fixed)
+    return text.cast(BIN)
+
+
+def _decimals(arr: pa.Array) -> pa.Array:
+    """numeric_out: every digit of the scale, never an exponent.
+
+    Arrow writes values below 1e-6 (and a zero of scale 7 or more) as '1E-7' / '0E-7'; those
+    few are written again in Python, as PostgreSQL prints them ('0.0000001', '0.0000000').
+    """
+    text = arr.cast(pa.string())
+    odd = pc.match_substring(text, "E").fill_null(False)
+    if pc.any(odd).as_py():
+        values = arr.filter(odd).to_pylist()
+        fixed = pa.array([format(v, "f") for v in values], pa.string())
         text = pc.replace_with_mask(text, odd, fixed)
     return text.cast(BIN)
 

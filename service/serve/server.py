@@ -153,14 +153,19 @@ class Server:
         """
         cap = self.limits.max_rows_json if fmt == "json" else self.limits.max_rows
         return Session(
-            self.engine.cursor(),
+            self.engine.lend(),
             user,
             timeout_s=self.limits.timeout_s,
             max_rows=cap,
             writes=self.writes,
             metrics=self.metrics,
             labels={"face": face, **({"format": fmt} if fmt else {})},
+            release=self._take_back,
         )
+
+    def _take_back(self, cur: duckdb.DuckDBPyConnection, reusable: bool) -> None:
+        with contextlib.suppress(duckdb.Error):
+            self.engine.take_back(cur, reusable=reusable)
 
     def require(self, user: User, role: str, what: str) -> None:
         """Raise policy.Refused unless `user`'s role includes `role`."""

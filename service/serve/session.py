@@ -93,8 +93,11 @@ class Session:
         writes: WriteGate | None = None,
         metrics: Metrics | None = None,
         labels: dict[str, str] | None = None,
+        release: Callable[[duckdb.DuckDBPyConnection, bool], None] | None = None,
     ) -> None:
         self.cursor = cursor
+        self._release = release  # (cursor, reusable): hands the cursor back to its pool
+        self._wrote = False  # a statement that may change state ran (DDL may leave TEMP objects)
         self.writes = writes or WriteGate()
         self.metrics = metrics
         self.labels = {"face": "sql", **(labels or {})}  # face: http | pgwire; format: json ...
@@ -155,6 +158,7 @@ class Session:
         cap = _lower(max_rows, self.max_rows)
         kind = script.last.type
         writing = self._writes(script)
+        self._wrote = self._wrote or script.writes
         if writing:
             self.writes.acquire(self, limit_s)  # see service/serve/writes.py
         self._start_timer(limit_s)
@@ -227,11 +231,18 @@ class Session:
             return
         self._closed = True
         self._stop_timer()
+        clean = True
         if self._last is not None:  # says how its query ended, if nobody has yet
-            with contextlib.suppress(duckdb.Error, pa.ArrowException, ValueError):
+            try:
                 self._last.close()
-        with contextlib.suppress(duckdb.Error):
-            self.cursor.close()  # an open transaction rolls back with it
+            except (duckdb.Error, pa.ArrowException, ValueError):
+                clean = False
+        reusable = clean and not (self._in_transaction or self._wrote or self._why_interrupted)
+        if self._release is not None:
+            self._release(self.cursor, reusable)
+        else:
+            with contextlib.suppress(duckdb.Error):
+                self.cursor.close()  # an open transaction rolls back with it
         self.writes.release(self)
 
     def __enter__(self) -> Session:

@@ -21,6 +21,11 @@ QUERIES = {
     "100.0::float8, 0.0001::float8, 1234567.0::float4",
     "numeric": "select 12345.678::numeric(10,3), -0.5::numeric(5,2), 0::numeric(4,1), "
     "100::numeric(10,0), 0.001::numeric(6,4)",
+    # Arrow writes these as 0E-7, 1E-7, -5E-8 (an exponent below -6): PostgreSQL never does
+    "small numerics": "select 0::numeric(18,7), 0.0000001::numeric(18,7), "
+    "-0.00000005::numeric(18,8), 0.0000012::numeric(12,7)",
+    # the same values from a table: more rows than one small batch go through Arrow kernels
+    "numeric column": "select (x / 10000000.0)::numeric(18,7) from generate_series(0, 99) g(x)",
     "booleans": "select true, false, null::bool",
     "text": "select 'text', 'it''s', 'tab\there', '', 'héllo ✓'",
     "dates and times": "select date '2024-03-01', timestamp '2024-03-01 12:00:00.5', "
