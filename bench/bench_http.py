@@ -1,22 +1,28 @@
-"""HTTP query service: a real `wanka serve` against DuckDB in-process, side by side.
+"""HTTP query service: a real `wanka serve` against DuckDB in-process and PostgreSQL 15.
 
-Prints three tables (medians of several runs, one machine, one run of this script):
+Prints (medians of several runs, one machine, one run of this script):
 1. a 1M-row result fetched in-process (DuckDB → Arrow) and over HTTP as Arrow, Parquet, CSV,
    NDJSON and JSON: seconds, rows/s, and the ratio to in-process (Arrow's target: ≥ 0.5);
-2. the latency of a trivial query (`SELECT 1`) under 32 concurrent clients: p50, p90, p99, q/s.
+2. a trivial query (`SELECT 1`) from 32 clients (wrk, C: the load costs the server nothing),
+   side by side with the same query from 32 pgbench clients against a real PostgreSQL 15 on
+   the same machine: queries/s, p50, p99, and the server's CPU per query (targets: ≥ 1,000
+   queries/s, p50 ≤ 40 ms); then a py-spy profile of one more run: where the GIL went.
 
 Run: .venv/bin/python bench/bench_http.py [--rows 1000000] [--runs 5] [--clients 32]
+     [--seconds 10] [--repeats 3]     (wrk: apt-get install wrk)
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import io
+import json
 import os
 import statistics
 import tempfile
-import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -24,7 +30,8 @@ import httpx
 import pyarrow.csv as pacsv
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
-from serving import start_server, wanka  # bench/ is the script's folder on sys.path
+import trivial as trivial_load  # bench/ is the script's folder on sys.path
+from serving import start_server, wanka
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = (
@@ -85,31 +92,87 @@ def throughput(url: str, rows: int, runs: int) -> list[tuple[str, float]]:
     return found
 
 
-def latency(url: str, clients: int, per_client: int) -> tuple[list[float], float]:
-    latencies: list[float] = []
-    lock = threading.Lock()
-    ready = threading.Barrier(clients + 1)
+def trivial(url: str, pid: int, clients: int, seconds: float, repeats: int) -> list[str]:
+    """`SELECT 1` over HTTP (wrk) and against PostgreSQL (pgbench), alternating run by run."""
+    import shutil
+    import sys
 
-    def client_loop() -> None:
-        mine = []
-        with httpx.Client(base_url=url, auth=(USER, PASSWORD), timeout=60) as client:
-            client.post("/v1/query", json={"sql": "SELECT 1"}).raise_for_status()  # warm
-            ready.wait()
-            for _ in range(per_client):
-                started = time.perf_counter()
-                client.post("/v1/query", json={"sql": "SELECT 1"}).raise_for_status()
-                mine.append(time.perf_counter() - started)
-        with lock:
-            latencies.extend(mine)
+    sys.path.insert(0, str(REPO))
+    from tests.service.pgwire import realpg
 
-    threads = [threading.Thread(target=client_loop) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    ready.wait()
-    started = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    return sorted(latencies), time.perf_counter() - started
+    if shutil.which("wrk") is None:
+        return ["(wrk is not installed: apt-get install wrk)"]
+    binaries = realpg.find_binaries()
+    auth = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    body = json.dumps({"sql": "SELECT 1"})
+    target = f"{url}/v1/query"
+    ours: list[trivial_load.Run] = []
+    theirs: list[trivial_load.Run] = []
+    with tempfile.TemporaryDirectory() as folder:
+        pg = realpg.start(Path(folder) / "pg", binaries) if binaries else None
+        try:
+            trivial_load.wrk(target, body, auth, clients, 2)  # warm: credentials, pools
+            for _ in range(repeats):
+                ours.append(
+                    trivial_load.with_cpu(
+                        pid, lambda: trivial_load.wrk(target, body, auth, clients, seconds)
+                    )
+                )
+                if pg is not None:
+                    theirs.append(
+                        trivial_load.with_cpu(
+                            None,
+                            lambda: trivial_load.pgbench(
+                                "127.0.0.1", pg.port, "postgres", "", clients, seconds, "simple"
+                            ),
+                        )
+                    )
+            profile = trivial_load.profile(
+                pid, seconds, lambda: trivial_load.wrk(target, body, auth, clients, seconds + 1)
+            )
+        finally:
+            if pg is not None:
+                pg.stop()
+    return [*_trivial_table(ours, theirs, clients, seconds, repeats), "", *profile]
+
+
+def _trivial_table(
+    ours: list[trivial_load.Run],
+    theirs: list[trivial_load.Run],
+    clients: int,
+    seconds: float,
+    repeats: int,
+) -> list[str]:
+    mine = trivial_load.median(ours)
+    pg = trivial_load.median(theirs) if theirs else None
+    lines = [
+        f"`SELECT 1` from {clients} clients, {seconds:g} s a run, median of {repeats} runs "
+        "(each run's figure in brackets)",
+        "",
+        f"| | wanka HTTP (wrk, {clients} connections) | PostgreSQL 15 (pgbench, {clients}) "
+        "| wanka / PostgreSQL |",
+        "|---|---:|---:|---:|",
+    ]
+
+    def row(label: str, get: Callable[[trivial_load.Run], float | None], fmt: str) -> str:
+        each = ", ".join(fmt.format(get(r)) for r in ours if get(r) is not None)
+        value, ref = get(mine), get(pg) if pg else None
+        shown = fmt.format(value) if value is not None else "–"
+        other = fmt.format(ref) if ref is not None else "–"
+        ratio = f"{value / ref:.2f}" if value and ref else "–"
+        return f"| {label} | {shown} ({each}) | {other} | {ratio} |"
+
+    lines.append(row("queries/s", lambda r: r.qps, "{:,.0f}"))
+    lines.append(row("p50 ms", lambda r: r.p50_ms, "{:.1f}"))
+    lines.append(row("p99 ms", lambda r: r.p99_ms, "{:.1f}"))
+    lines.append(row("server CPU per query, ms", lambda r: r.cpu_ms, "{:.2f}"))
+    meets = mine.qps >= 1000 and mine.p50_ms <= 40
+    lines += [
+        "",
+        f"target ≥ 1,000 queries/s and p50 ≤ 40 ms: {'meets' if meets else 'MISSES'} "
+        f"({mine.qps:,.0f} queries/s, p50 {mine.p50_ms:.1f} ms)",
+    ]
+    return lines
 
 
 def main() -> None:
@@ -117,7 +180,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--per-client", type=int, default=40)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         db = str(Path(folder) / "bench.duckdb")
@@ -127,7 +191,7 @@ def main() -> None:
         )
         try:
             results = throughput(url, args.rows, args.runs)
-            lat, wall = latency(url, args.clients, args.per_client)
+            lines = trivial(url, process.pid, args.clients, args.seconds, args.repeats)
         finally:
             process.terminate()
             process.wait(timeout=30)
@@ -149,13 +213,8 @@ def main() -> None:
         f"{arrow / by_name['HTTP json (fetch + decode)']:.3f} : 1 : "
         f"{arrow / by_name['HTTP csv (fetch + decode)']:.3f}"
     )
-
-    def pct(p: float) -> float:
-        return lat[min(len(lat) - 1, int(p * len(lat)))] * 1000
-
-    print(f"\n`SELECT 1` under {args.clients} concurrent clients, {len(lat):,} requests")
-    print(f"{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'queries/s':>12}")
-    print(f"{pct(0.5):>10.1f}{pct(0.9):>10.1f}{pct(0.99):>10.1f}{len(lat) / wall:>12.0f}")
+    print()
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

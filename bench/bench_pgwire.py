@@ -7,21 +7,25 @@ folder). Then, median of `--repeats` runs each:
 
 - `SELECT * FROM bench_rows` fetched whole by psycopg 3 (text), psycopg 3 (binary), psycopg2,
   the two servers alternating run by run so a busy machine slows both alike;
-- 50 concurrent connections each running a trivial query `--queries` times: p50/p95 latency.
+- `SELECT 1` from 50 pgbench connections (PostgreSQL's own load generator, in C), simple and
+  extended protocol, `--seconds` a run, servers alternating: queries/s, p50, p99 and the
+  server's CPU per query (targets: ≥ 1,000 queries/s, p50 ≤ 40 ms), then a py-spy profile of
+  wanka's server during one more run.
 
-Prints a markdown table of rows/s (or ms) for both servers and the ratio wanka/PostgreSQL.
+Prints markdown tables of rows/s (or ms) for both servers and the ratio wanka/PostgreSQL.
 
     .venv/bin/python bench/bench_pgwire.py [--rows 1000000] [--repeats 5] [--clients 50]
+        [--seconds 10] [--trivial-repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +35,8 @@ import psycopg2
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+import trivial as trivial_load  # noqa: E402  (bench/ is the script's folder on sys.path)
 
 from tests.service.pgwire import realpg  # noqa: E402
 
@@ -122,32 +128,50 @@ def rows_per_s(fetch: Callable[[], int], repeats: int) -> float:
     return statistics.median(rates)
 
 
-def latencies_ms(dsn: str, clients: int, queries: int) -> tuple[float, float]:
-    """p50 and p95 of a trivial query, `clients` connections at once."""
-    conns = [psycopg.connect(dsn, autocommit=True) for _ in range(clients)]
-    samples: list[float] = []
-    lock = threading.Lock()
-    start = threading.Barrier(clients)
-
-    def work(conn: psycopg.Connection) -> None:
-        mine = []
-        start.wait()
-        for i in range(queries):
-            began = time.perf_counter()
-            conn.execute("SELECT %s::int + 1", [i]).fetchone()
-            mine.append((time.perf_counter() - began) * 1000)
-        with lock:
-            samples.extend(mine)
-
-    threads = [threading.Thread(target=work, args=(c,)) for c in conns]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for conn in conns:
-        conn.close()
-    samples.sort()
-    return samples[len(samples) // 2], samples[int(len(samples) * 0.95)]
+def trivial(
+    port: int, pid: int, pg: realpg.RealPostgres, clients: int, seconds: float, repeats: int
+) -> list[str]:
+    """`SELECT 1` from pgbench against both servers, alternating, in both protocols."""
+    lines: list[str] = []
+    servers = {
+        "wanka": ("127.0.0.1", port, "bench", PASSWORD, pid),
+        "PostgreSQL": ("127.0.0.1", pg.port, "postgres", "", None),
+    }
+    for mode in ("simple", "extended"):
+        runs: dict[str, list[trivial_load.Run]] = {name: [] for name in servers}
+        for _ in range(repeats):
+            for name, (host, at, user, password, watched) in servers.items():
+                load = functools.partial(
+                    trivial_load.pgbench, host, at, user, password, clients, seconds, mode
+                )
+                runs[name].append(trivial_load.with_cpu(watched, load))
+        ours, theirs = trivial_load.median(runs["wanka"]), trivial_load.median(runs["PostgreSQL"])
+        each = ", ".join(f"{r.qps:,.0f}" for r in runs["wanka"])
+        meets = ours.qps >= 1000 and ours.p50_ms <= 40
+        lines += [
+            f"\n`SELECT 1`, {clients} pgbench clients, {mode} protocol, {seconds:g} s a run, "
+            f"median of {repeats}",
+            "",
+            "| | wanka | PostgreSQL 15 | wanka / PostgreSQL |",
+            "|---|---:|---:|---:|",
+            f"| queries/s | {ours.qps:,.0f} ({each}) | {theirs.qps:,.0f} | "
+            f"{ours.qps / theirs.qps:.2f} |",
+            f"| p50 ms | {ours.p50_ms:.1f} | {theirs.p50_ms:.1f} | "
+            f"{ours.p50_ms / max(theirs.p50_ms, 0.001):.1f} |",
+            f"| p99 ms | {ours.p99_ms:.1f} | {theirs.p99_ms:.1f} | "
+            f"{ours.p99_ms / max(theirs.p99_ms, 0.001):.1f} |",
+            f"| wanka server CPU per query, ms | {ours.cpu_ms or 0:.2f} | – | – |",
+            "",
+            f"target ≥ 1,000 queries/s and p50 ≤ 40 ms: {'meets' if meets else 'MISSES'}",
+        ]
+    profile = trivial_load.profile(
+        pid,
+        seconds,
+        lambda: trivial_load.pgbench(
+            "127.0.0.1", port, "bench", PASSWORD, clients, seconds + 1, "simple"
+        ),
+    )
+    return [*lines, "", *profile]
 
 
 def main() -> None:
@@ -155,7 +179,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--queries", type=int, default=40)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--trivial-repeats", type=int, default=3)
     args = parser.parse_args()
     binaries = realpg.find_binaries()
     if binaries is None:
@@ -187,10 +212,7 @@ def main() -> None:
                         rates[name].append(rows_per_s(lambda f=fetch, d=dsn: f(d), 1))
                 for name in servers:
                     results[name][measure] = statistics.median(rates[name])
-            for name, dsn in servers.items():
-                p50, p95 = latencies_ms(dsn, args.clients, args.queries)
-                results[name][f"{args.clients} clients p50 ms"] = p50
-                results[name][f"{args.clients} clients p95 ms"] = p95
+            lines = trivial(port, child.pid, pg, args.clients, args.seconds, args.trivial_repeats)
         finally:
             pg.stop()
             assert child.stdin is not None
@@ -201,8 +223,8 @@ def main() -> None:
     print("|---|---:|---:|---:|")
     for measure in results["wanka"]:
         ours, theirs = results["wanka"][measure], results["PostgreSQL"][measure]
-        shown = (lambda v: f"{v:,.0f}") if "rows/s" in measure else (lambda v: f"{v:.2f}")
-        print(f"| {measure} | {shown(ours)} | {shown(theirs)} | {ours / theirs:.2f} |")
+        print(f"| {measure} | {ours:,.0f} | {theirs:,.0f} | {ours / theirs:.2f} |")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

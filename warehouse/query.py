@@ -8,7 +8,7 @@ relation layer calls after binding the statement a second time in Python to buil
 relation): one bind instead of two. `SELECT 1` from 32 threads: 1,150 against 800 queries/s,
 1.0 against 1.6 ms of CPU each (bench/bench_http.py has the end-to-end figures). Where this
 DuckDB has no such runner, the relation layer runs it; `tests/warehouse/test_query.py` checks
-the two agree.
+the two agree. A SELECT text that runs again is EXECUTEd prepared (`warehouse.prepared`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from warehouse import prepared
 from warehouse.dynamic import statements as dynamic
 from warehouse.errors import sql_error
 from warehouse.script import Script, Statement, parse
@@ -59,12 +60,33 @@ def run(
             return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
         if DIRECT and statement.type == "SELECT":
             values = list(params) if isinstance(params, Sequence) else params
-            result = cur._submit(statement.text, values or None, "stream", batch_rows)
-            reader: pa.RecordBatchReader = result.arrow_reader()
-            return reader
+            return _select(cur, statement.text, values or None, batch_rows)
         relation = cur.sql(statement.parsed or statement.text, params=params)
         if relation is None:
             return pa.RecordBatchReader.from_batches(pa.schema([]), [])
         return relation.to_arrow_reader(batch_rows)
     except duckdb.Error as error:
         raise sql_error(error) from None
+
+
+def _select(
+    cur: duckdb.DuckDBPyConnection,
+    text: str,
+    values: list[Any] | dict[str, Any] | None,
+    batch_rows: int,
+) -> pa.RecordBatchReader:
+    """A SELECT as a stream: EXECUTE of its prepared statement when it runs again
+    (`warehouse.prepared`), else the text."""
+    name = prepared.name_for(cur, text) if values is None else None
+    if name is not None:
+        try:
+            reader: pa.RecordBatchReader = cur._submit(
+                f"EXECUTE {name}", None, "stream", batch_rows
+            ).arrow_reader()
+            return reader
+        except duckdb.Error as error:
+            if not prepared.is_missing(error):
+                raise
+            prepared.lost(cur, text)
+    found: pa.RecordBatchReader = cur._submit(text, values, "stream", batch_rows).arrow_reader()
+    return found

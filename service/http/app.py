@@ -10,7 +10,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from service.http import routes_catalog, routes_ingest, routes_query, routes_web
+from service.http import fastpath, routes_catalog, routes_ingest, routes_query, routes_web, workers
 from service.serve.server import Server
 from service.serve.session import OutOfMemory, QueryCancelled, QueryTimeout
 from warehouse.errors import UserError, WankaError
@@ -57,7 +57,17 @@ def create_app(server: Server, *, open_locally: bool = False, pgwire: bool = Fal
     for cls in (WankaError, LookupError):
         app.add_exception_handler(cls, _error)
     app.add_exception_handler(Exception, _error)  # a bug: 500, and re-raised for test clients
+    app.add_middleware(fastpath.FastQuery, handle=routes_query.fast_query, on_error=error_response)
     return app
+
+
+async def error_response(request: Request, error: Exception) -> JSONResponse | None:
+    """What the exception handlers above answer for `error`; None for a bug (it rises)."""
+    if isinstance(error, HTTPException):
+        return await _http_error(request, error)
+    if isinstance(error, WankaError | LookupError):
+        return await _error(request, error)
+    return None
 
 
 @asynccontextmanager
@@ -65,6 +75,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # sync routes and response streams run in worker threads: room for many slow clients
     anyio.to_thread.current_default_thread_limiter().total_tokens = 128
     yield
+    workers.close(app.state)
 
 
 async def _http_error(request: Request, error: HTTPException) -> JSONResponse:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 
-from anyio import to_thread
 from fastapi import HTTPException, Request
 
+from service.http.workers import off_loop
 from service.serve.server import Server
 from warehouse.security.users import User
 
@@ -94,10 +93,14 @@ async def current_user(request: Request) -> User:
     known = _known(state.server, header, address)
     if known is not None:
         return known
-    check = functools.partial(
-        authenticate, state.server, header, open_locally=state.open_locally, address=address
+    return await off_loop(
+        request,
+        authenticate,
+        state.server,
+        header,
+        open_locally=state.open_locally,
+        address=address,
     )
-    return await to_thread.run_sync(check)
 
 
 def _known(server: Server, header: str | None, address: str) -> User | None:

@@ -7,13 +7,14 @@ import json
 from collections.abc import Generator
 from typing import Annotated, Any
 
-from anyio import to_thread
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from service.http.auth import current_user
+from service.http.fastpath import parse
 from service.http.models import Error, Format, QueryRequest, QueryResponse
 from service.http.stream import MEDIA_TYPES, RENDERERS, read_head
+from service.http.workers import off_loop
 from service.serve.server import Server
 from service.serve.session import ClientGone, Session
 from warehouse.errors import UserError
@@ -45,12 +46,13 @@ def answer(server: Server, user: User, query: QueryRequest) -> Response:
     """
     session = server.session(user, fmt=query.format)
     try:
-        result = session.run(
-            query.sql, query.params, timeout_s=query.timeout_s, max_rows=query.max_rows
-        )
-        batches, whole = read_head(result)
-        if whole:  # small: no stream, no thread hop per chunk
-            body = b"".join(RENDERERS[query.format](result, batches))
+        with session.turn():
+            result = session.run(
+                query.sql, query.params, timeout_s=query.timeout_s, max_rows=query.max_rows
+            )
+            batches, whole = read_head(result)
+            if whole:  # small: no stream, no thread hop per chunk
+                body = b"".join(RENDERERS[query.format](result, batches))
     except BaseException:
         session.close()
         raise
@@ -88,12 +90,21 @@ class SessionResponse(StreamingResponse):
                 self.content.close()
 
 
+async def fast_query(request: Request, body: bytes) -> Response | None:
+    """`POST /v1/query` from `service.http.fastpath`: None leaves it to the route below."""
+    query = parse(body, QueryRequest)
+    if query is None:
+        return None
+    user = await current_user(request)
+    return await off_loop(request, answer, request.app.state.server, user, query)
+
+
 @router.post("/v1/query", responses={**RESULT, **ERRORS}, summary="Run SQL")
 async def post_query(
     query: QueryRequest, request: Request, user: Annotated[User, Depends(current_user)]
 ) -> Response:
     """Run one statement (readers) or a script (writers, admins) and stream its last result."""
-    return await to_thread.run_sync(answer, request.app.state.server, user, query)
+    return await off_loop(request, answer, request.app.state.server, user, query)
 
 
 @router.get("/v1/query", responses={**RESULT, **ERRORS}, summary="Run SQL (GET)")
@@ -118,4 +129,4 @@ async def get_query(
     query = QueryRequest(
         sql=sql, params=values, format=format, max_rows=max_rows, timeout_s=timeout_s
     )
-    return await to_thread.run_sync(answer, request.app.state.server, user, query)
+    return await off_loop(request, answer, request.app.state.server, user, query)

@@ -8,6 +8,7 @@ opens a `Session` whose `run(sql, params=None, *, timeout_s=None, max_rows=None)
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -33,6 +34,9 @@ class Session(Protocol):
     ) -> Result: ...
     def interrupt(self) -> None: ...
     def close(self) -> None: ...
+    def turn(self) -> AbstractContextManager[None]:
+        """Wait for a turn to run a statement and read its first batches."""
+        ...
 
 
 class Server(Protocol):

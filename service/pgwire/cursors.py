@@ -80,18 +80,19 @@ def run_statement(conn: Channel, portal: Portal) -> None:
     conn.release_session()
     timeout_ms = int((conn.settings.get("statement_timeout") or "0").rstrip("ms") or 0)
     timeout_s = timeout_ms / 1000 if timeout_ms > 0 else conn.default_timeout_s
-    portal.attach(conn.session.run(portal.sql, timeout_s=timeout_s))
-    if (
-        portal.statement.copy is None
-        and portal.statement.kind in ("dml", "ddl")
-        and not portal.statement.returns_rows
-    ):
-        portal.materialize()
-        _rowcount_from_count_column(portal)
-        portal.schema = pa.schema([])
-        return
-    if portal.statement.returns_rows and portal.statement.copy is None:
-        portal.prefetch()  # small results are then answered without another thread hop
+    with conn.session.turn():  # the statement and its first batches: see service/serve/gate.py
+        portal.attach(conn.session.run(portal.sql, timeout_s=timeout_s))
+        if (
+            portal.statement.copy is None
+            and portal.statement.kind in ("dml", "ddl")
+            and not portal.statement.returns_rows
+        ):
+            portal.materialize()
+            _rowcount_from_count_column(portal)
+            portal.schema = pa.schema([])
+            return
+        if portal.statement.returns_rows and portal.statement.copy is None:
+            portal.prefetch()  # small results are then answered without another thread hop
     if not portal.exhausted:
         conn.streaming = portal
 

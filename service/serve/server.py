@@ -17,6 +17,7 @@ from typing import Any
 
 import duckdb
 
+from service.serve.gate import Gate
 from service.serve.session import DEFAULT_TIMEOUT_S, Session
 from service.serve.throttle import AuthThrottle
 from service.serve.writes import WriteGate, WriterBusy
@@ -73,6 +74,7 @@ class Server:
         self._stop = threading.Event()
         self._scheduler: threading.Thread | None = None
         self.writes = WriteGate()  # ingest, DML, DDL and refreshes take turns
+        self.gate = Gate()  # at most a few queries run their Python at once (serve/gate.py)
         self.auth_throttle = AuthThrottle()  # failed logins per address, both faces
 
     # -- users -------------------------------------------------------------------------------
@@ -161,6 +163,7 @@ class Server:
             metrics=self.metrics,
             labels={"face": face, **({"format": fmt} if fmt else {})},
             release=self._take_back,
+            gate=self.gate,
         )
 
     def _take_back(self, cur: duckdb.DuckDBPyConnection, reusable: bool) -> None:

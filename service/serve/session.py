@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from service.serve.gate import Gate
 from service.serve.metrics import Metrics
 from service.serve.watchdog import WATCHDOG
 from service.serve.writes import WriteGate
@@ -94,8 +95,10 @@ class Session:
         metrics: Metrics | None = None,
         labels: dict[str, str] | None = None,
         release: Callable[[duckdb.DuckDBPyConnection, bool], None] | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.cursor = cursor
+        self.gate = gate
         self._release = release  # (cursor, reusable): hands the cursor back to its pool
         self._wrote = False  # a statement that may change state ran (DDL may leave TEMP objects)
         self.writes = writes or WriteGate()
@@ -181,6 +184,10 @@ class Session:
             return result
         result.reader = pa.RecordBatchReader.from_batches(reader.schema, self._capped(result))
         return result
+
+    def turn(self) -> contextlib.AbstractContextManager[None]:
+        """Wait for a turn to run (`gate.Gate`); faces run a query and its first batches in one."""
+        return self.gate.turn() if self.gate is not None else contextlib.nullcontext()
 
     def _count(self, name: str, help_text: str, **labels: str) -> None:
         if self.metrics is not None:

@@ -36,3 +36,29 @@ def test_many_sessions_share_one_thread() -> None:
     for ticket in tickets:
         dog.disarm(ticket)
     assert watchdogs() == before + 1  # 1,000 deadlines, one new thread
+
+
+def test_threads_arming_at_once_lose_no_deadline() -> None:
+    """Arms take no lock: 8 threads x 2,000 arms and disarms, then every kept one fires."""
+    dog = Watchdog()
+    fired: list[int] = []
+    kept = threading.Barrier(9)
+
+    def work(index: int) -> None:
+        for _ in range(2000):
+            dog.disarm(dog.arm(60, lambda: fired.append(-1)))
+        dog.arm(0.05 + index / 100, lambda: fired.append(index))
+        kept.wait()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    kept.wait()
+    for thread in threads:
+        thread.join()
+    deadline = threading.Event()
+    for _ in range(100):  # up to 5 s for the last (at 0.12 s) to fire
+        if len(fired) == 8:
+            break
+        deadline.wait(0.05)
+    assert sorted(fired) == list(range(8))
