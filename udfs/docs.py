@@ -79,7 +79,7 @@ def _units(model: Any) -> str:
     notes = [
         f"{n}: {p.units}" for n, p in model.params.items() if p.units not in _PLAIN_UNITS | {""}
     ]
-    return model.units + (f" ({'; '.join(notes)})" if notes else "")
+    return str(model.units) + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def table() -> str:

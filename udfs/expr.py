@@ -13,7 +13,7 @@ body that branches in Python fails loudly the first time it is rendered.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -163,15 +163,16 @@ def symbolic(*values: object) -> bool:
     return any(isinstance(v, Expr) for v in values)
 
 
-def where(condition: Any, then: Any, otherwise: Any) -> Any:
+def where(condition: Any, then: Any, otherwise: Any) -> Num:
     """`then` where `condition` holds, else `otherwise` (SQL CASE; numpy `where`)."""
     if symbolic(condition, then, otherwise):
         sql = f"CASE WHEN {sql_of(condition)} THEN {sql_of(then)} ELSE {sql_of(otherwise)} END"
         return Expr(sql)
-    return np.where(condition, then, otherwise)
+    chosen: npt.NDArray[Any] = np.where(condition, then, otherwise)
+    return chosen
 
 
-def cases(branches: Sequence[tuple[Any, Any]], otherwise: Any = None) -> Any:
+def cases(branches: Sequence[tuple[Any, Any]], otherwise: Any = None) -> Num:
     """The value of the first branch whose condition holds, else `otherwise`.
 
     Without `otherwise` the branches must cover every valid input: SQL gives NULL and numpy NaN
@@ -186,14 +187,16 @@ def cases(branches: Sequence[tuple[Any, Any]], otherwise: Any = None) -> Any:
         return Expr(f"CASE {whens} ELSE {sql_of(otherwise)} END")
     default = math.nan if otherwise is None else otherwise
     conditions = [np.asarray(c, dtype=bool) for c in conditions]
-    return np.select(conditions, [np.asarray(v) for v in values], default=default)
+    chosen: npt.NDArray[Any] = np.select(conditions, [np.asarray(v) for v in values], default)
+    return chosen
 
 
-def _function(sql_name: str, numpy_function: Any) -> Any:
-    def apply(*args: Any) -> Any:
+def _function(sql_name: str, numpy_function: Any) -> Callable[..., Num]:
+    def apply(*args: Any) -> Num:
         if symbolic(*args):
             return Expr(f"{sql_name}({', '.join(sql_of(a) for a in args)})")
-        return numpy_function(*args)
+        value: Num = numpy_function(*args)
+        return value
 
     apply.__name__ = sql_name
     apply.__doc__ = f"`{sql_name}` in SQL, `numpy.{numpy_function.__name__}` on numbers."
@@ -260,7 +263,7 @@ class Choice:
             return Expr(f"({sql_of(lower(text))} IN ({listed}))")
         return np.isin(lower(text), spellings)
 
-    def pick(self, text: Any, values: Mapping[str, Any]) -> Any:
+    def pick(self, text: Any, values: Mapping[str, Any]) -> Num:
         """`values[name]` for the name `text` spells (SQL NULL, numpy NaN for unknown text).
 
         In SQL, names that share a value share one `WHEN ... IN (...)`, so a row tests as few

@@ -23,7 +23,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from warehouse.errors import UserError, one_line
 from warehouse.reads import Reads, explained, leading_words, select_reads, statement_reads

@@ -55,19 +55,18 @@ class _Sink(io.RawIOBase):
 def json_column(column: pa.Array) -> list[Any]:
     """A column as JSON-ready values, converted by Arrow kernels where the type allows."""
     kind = column.type
-    if pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_boolean(kind):
-        return column.to_pylist()
-    if pa.types.is_floating(kind):
-        values = column.to_pylist()
-        if pc.all(pc.is_finite(column)).as_py() in (True, None):
-            return values
-        return [v if v is None or math.isfinite(v) else None for v in values]
     if pa.types.is_timestamp(kind):
         spec = "%Y-%m-%dT%H:%M:%S%z" if kind.tz else "%Y-%m-%dT%H:%M:%S"
-        return pc.strftime(column, format=spec).to_pylist()
-    if pa.types.is_date(kind):
-        return pc.strftime(column, format="%Y-%m-%d").to_pylist()
-    return [json_value(v) for v in column.to_pylist()]
+        column = pc.strftime(column, format=spec)
+    elif pa.types.is_date(kind):
+        column = pc.strftime(column, format="%Y-%m-%d")
+    values: list[Any] = column.to_pylist()
+    if pa.types.is_floating(kind) and pc.all(pc.is_finite(column)).as_py() not in (True, None):
+        return [v if v is None or math.isfinite(v) else None for v in values]
+    plain = pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_boolean(kind)
+    if plain or pa.types.is_floating(kind) or pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+        return values
+    return [json_value(v) for v in values]
 
 
 def json_chunks(result: Result, head: list[pa.RecordBatch]) -> Iterator[bytes]:

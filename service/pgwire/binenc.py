@@ -36,21 +36,13 @@ _FIXED: dict[int, str] = {
 
 def encode_binary(arr: pa.Array, oid: int) -> pa.Array:
     """The column as PostgreSQL binary-format bytes (a binary array; NULL stays NULL)."""
-    if isinstance(arr.type, pa.ExtensionType):
-        arr = arr.storage
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.cast(arr.type.value_type)
+    arr = _plain(arr)
     if pa.types.is_null(arr.type):
         return pa.nulls(len(arr), BIN)
     if oid in _FIXED and not pa.types.is_decimal(arr.type):
         return _fixed(arr, _FIXED[oid])
-    if oid == t.DATE:
-        return _fixed(pc.subtract(arr.cast(pa.int32()), PG_EPOCH_DAYS), ">i4")
-    if oid in (t.TIMESTAMP, t.TIMESTAMPTZ):
-        micros = arr.cast(pa.timestamp("us", arr.type.tz)).cast(pa.int64())
-        return _fixed(pc.subtract(micros, PG_EPOCH_US), ">i8")
-    if oid == t.TIME:
-        return _fixed(arr.cast(pa.time64("us")).cast(pa.int64()), ">i8")
+    if oid in _TEMPORAL:
+        return _TEMPORAL[oid](arr)
     if oid in (t.TEXT, t.VARCHAR, t.JSON, t.BYTEA, t.NAME):
         if pa.types.is_string(arr.type) or pa.types.is_binary(arr.type):
             return arr.cast(BIN)
@@ -67,6 +59,32 @@ def encode_binary(arr: pa.Array, oid: int) -> pa.Array:
     from service.pgwire.textenc import encode_text  # text is the binary form of json/unknown
 
     return encode_text(arr, oid)
+
+
+def _plain(arr: pa.Array) -> pa.Array:
+    """The values under an extension type or a dictionary."""
+    if isinstance(arr.type, pa.ExtensionType):
+        arr = arr.storage
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    return arr
+
+
+def _date(arr: pa.Array) -> pa.Array:
+    return _fixed(pc.subtract(arr.cast(pa.int32()), PG_EPOCH_DAYS), ">i4")
+
+
+def _timestamp(arr: pa.Array) -> pa.Array:
+    micros = arr.cast(pa.timestamp("us", arr.type.tz)).cast(pa.int64())
+    return _fixed(pc.subtract(micros, PG_EPOCH_US), ">i8")
+
+
+def _time(arr: pa.Array) -> pa.Array:
+    return _fixed(arr.cast(pa.time64("us")).cast(pa.int64()), ">i8")
+
+
+#: Dates and times: days or microseconds since PostgreSQL's epoch, 2000-01-01.
+_TEMPORAL = {t.DATE: _date, t.TIMESTAMP: _timestamp, t.TIMESTAMPTZ: _timestamp, t.TIME: _time}
 
 
 def _fixed(arr: pa.Array, dtype: str) -> pa.Array:

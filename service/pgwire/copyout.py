@@ -41,7 +41,7 @@ def lines(batch: pa.RecordBatch, oids: list[int], csv: bool) -> bytes:
         fields.append(_csv_field(encoded, oid) if csv else _text_field(encoded))
     separator = b"," if csv else b"\t"
     if not fields:
-        return b"\n" * batch.num_rows
+        return b"\n" * int(batch.num_rows)
     joined = pc.binary_join_element_wise(*fields, separator)
     with_newline = pc.binary_join_element_wise(joined, pa.scalar(b"\n", BIN), b"")
     return b"".join(v for v in with_newline.to_pylist() if v is not None)

@@ -20,6 +20,7 @@ from service.pgwire.channel import Channel
 from service.pgwire.errors import SqlError
 from service.pgwire.portal import Portal, Prepared
 from service.pgwire.rows import data_rows
+from service.pgwire.settings import SessionCommand
 
 
 def _text_table(names: list[str], rows: list[list[str]]) -> tuple[pa.Schema, list[pa.RecordBatch]]:
@@ -33,22 +34,8 @@ async def start(conn: Channel, portal: Portal) -> None:
     statement = portal.statement
     kind = statement.kind
     portal.tag = statement.tag
-    if kind == "set" and statement.command is not None:
-        name = conn.settings.set(statement.command.name, statement.command.value)
-        conn.report(name)
-    elif kind == "reset" and statement.command is not None:
-        conn.settings.reset(statement.command.name)
-    elif kind == "show" and statement.command is not None:
-        name = statement.command.name
-        if name == "all":
-            rows = [[k, v, ""] for k, v in sorted(conn.settings.values.items())]
-            portal.schema, portal.pending = _text_table(["name", "setting", "description"], rows)
-        else:
-            value = conn.settings.get(name)
-            if value is None:
-                raise _error("42704", f'unrecognized configuration parameter "{name}"')
-            portal.schema, portal.pending = _text_table([name.lower()], [[value]])
-        portal.oids = [t.TEXT] * len(portal.schema)
+    if kind in ("set", "reset", "show") and statement.command is not None:
+        _setting(conn, portal, statement.command)
     elif kind in ("begin", "commit", "rollback"):
         await _transaction(conn, kind, portal)
     elif kind == "declare":
@@ -56,19 +43,40 @@ async def start(conn: Channel, portal: Portal) -> None:
     elif kind in ("fetch", "move"):
         await _fetch(conn, portal)
     elif kind == "closecursor":
-        name = statement.cursor or ""
-        if name.lower() == "all":
-            for key in [k for k in conn.portals if k]:
-                conn.drop_portal(key)
-        elif name not in conn.portals:
-            raise _error("34000", f'cursor "{name}" does not exist')
-        else:
-            conn.drop_portal(name)
+        _close_cursor(conn, statement.cursor or "")
     elif kind != "noop":
         await conn.call(run_statement, conn, portal)
     if portal.schema is None:
         portal.schema = pa.schema([])
         portal.exhausted = portal.result is None
+
+
+def _setting(conn: Channel, portal: Portal, command: SessionCommand) -> None:
+    """SET, RESET and SHOW of a client setting: the session keeps them, DuckDB never sees them."""
+    if command.verb == "set":
+        conn.report(conn.settings.set(command.name, command.value))
+    elif command.verb == "reset":
+        conn.settings.reset(command.name)
+    elif command.name == "all":
+        rows = [[k, v, ""] for k, v in sorted(conn.settings.values.items())]
+        portal.schema, portal.pending = _text_table(["name", "setting", "description"], rows)
+        portal.oids = [t.TEXT] * len(portal.schema)
+    else:
+        value = conn.settings.get(command.name)
+        if value is None:
+            raise _error("42704", f'unrecognized configuration parameter "{command.name}"')
+        portal.schema, portal.pending = _text_table([command.name.lower()], [[value]])
+        portal.oids = [t.TEXT] * len(portal.schema)
+
+
+def _close_cursor(conn: Channel, name: str) -> None:
+    if name.lower() == "all":
+        for key in [k for k in conn.portals if k]:
+            conn.drop_portal(key)
+    elif name not in conn.portals:
+        raise _error("34000", f'cursor "{name}" does not exist')
+    else:
+        conn.drop_portal(name)
 
 
 def _error(code: str, text: str) -> Exception:

@@ -14,6 +14,7 @@ import decimal
 import re
 import struct
 import uuid
+from collections.abc import Callable
 
 from sqlglot import exp
 
@@ -90,34 +91,49 @@ def _from_binary(raw: bytes, oid: int) -> exp.Expr:
     if oid in (t.FLOAT4, t.FLOAT8):
         (number,) = struct.unpack("!f" if oid == t.FLOAT4 else "!d", raw)
         return _cast(exp.Literal.string(repr(number)), oid)
+    if oid in _AS_TEXT:
+        return _cast(exp.Literal.string(_AS_TEXT[oid](raw)), oid)
     if oid == t.BOOL:
         return exp.Boolean(this=raw != b"\0")
     if oid == t.BYTEA:
         return _blob(raw)
-    if oid == t.DATE:
-        (days,) = struct.unpack("!i", raw)
-        return _cast(exp.Literal.string(str(PG_EPOCH_DATE + dt.timedelta(days=days))), oid)
-    if oid in (t.TIMESTAMP, t.TIMESTAMPTZ):
-        (micros,) = struct.unpack("!q", raw)
-        stamp = (PG_EPOCH + dt.timedelta(microseconds=micros)).isoformat(sep=" ")
-        return _cast(exp.Literal.string(stamp + ("+00" if oid == t.TIMESTAMPTZ else "")), oid)
-    if oid == t.TIME:
-        (micros,) = struct.unpack("!q", raw)
-        clock = (dt.datetime.min + dt.timedelta(microseconds=micros)).time().isoformat()
-        return _cast(exp.Literal.string(clock), oid)
-    if oid == t.INTERVAL:
-        micros, days, months = struct.unpack("!qii", raw)
-        text = f"{months} months {days} days {micros} microseconds"
-        return _cast(exp.Literal.string(text), oid)
-    if oid == t.UUID:
-        return _cast(exp.Literal.string(str(uuid.UUID(bytes=raw))), oid)
     if oid == t.NUMERIC:
         return exp.Literal.number(str(numeric_recv(raw)))
-    if oid == t.JSONB:
-        return _cast(exp.Literal.string(raw[1:].decode()), oid)
     if oid in t.ELEMENT_OF:
         return exp.Array(expressions=_array_recv(raw))
     return exp.Literal.string(raw.decode())
+
+
+def _date_text(raw: bytes) -> str:
+    (days,) = struct.unpack("!i", raw)
+    return str(PG_EPOCH_DATE + dt.timedelta(days=days))
+
+
+def _timestamp_text(raw: bytes, zone: str = "") -> str:
+    (micros,) = struct.unpack("!q", raw)
+    return (PG_EPOCH + dt.timedelta(microseconds=micros)).isoformat(sep=" ") + zone
+
+
+def _time_text(raw: bytes) -> str:
+    (micros,) = struct.unpack("!q", raw)
+    return (dt.datetime.min + dt.timedelta(microseconds=micros)).time().isoformat()
+
+
+def _interval_text(raw: bytes) -> str:
+    micros, days, months = struct.unpack("!qii", raw)
+    return f"{months} months {days} days {micros} microseconds"
+
+
+#: Binary values that reach DuckDB as the text of a cast literal.
+_AS_TEXT: dict[int, Callable[[bytes], str]] = {
+    t.DATE: _date_text,
+    t.TIMESTAMP: _timestamp_text,
+    t.TIMESTAMPTZ: lambda raw: _timestamp_text(raw, "+00"),
+    t.TIME: _time_text,
+    t.INTERVAL: _interval_text,
+    t.UUID: lambda raw: str(uuid.UUID(bytes=raw)),
+    t.JSONB: lambda raw: raw[1:].decode(),  # version byte, then the text
+}
 
 
 def numeric_recv(raw: bytes) -> decimal.Decimal:

@@ -76,4 +76,5 @@ def _block(block: pa.RecordBatch, oids: Sequence[int], coders: list[Encoder]) ->
 def encode_values(column: pa.Array, oid: int, binary: bool) -> list[bytes | None]:
     """One column's values as wire bytes (used for COPY and small results)."""
     coder = encode_binary if binary else encode_text
-    return coder(column, oid).to_pylist()
+    values: list[bytes | None] = coder(column, oid).to_pylist()
+    return values

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.tokens import TokenType
+from sqlglot.tokenizer_core import TokenType
 
 from service.pgwire import compat
 from service.pgwire.compat.names import name_columns

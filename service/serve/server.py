@@ -12,8 +12,9 @@ import contextlib
 import hashlib
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -26,6 +27,7 @@ from warehouse.security import users as users_module
 from warehouse.security.users import User
 
 _AUTH_CACHE_S = 60.0
+R = TypeVar("R")
 
 
 def _basic_key(name: str, password: str) -> tuple[str, bytes]:
@@ -79,7 +81,7 @@ class Server:
 
     # -- users -------------------------------------------------------------------------------
 
-    def with_cursor(self, work: Any) -> Any:
+    def with_cursor(self, work: Callable[[duckdb.DuckDBPyConnection], R]) -> R:
         """`work(cursor)` on a cursor of its own, closed afterwards."""
         cur = self.engine.cursor()
         try:

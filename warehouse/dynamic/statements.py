@@ -11,7 +11,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 from sqlglot import exp
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from warehouse.dynamic import catalog, chain, dml
 from warehouse.dynamic.plan import Full, parse_select, plan_query

@@ -106,7 +106,7 @@ class LakeEngine(ABC):
         """
         rows = self.sql(query)
         self.commit(target, rows.cast(target.schema()), mode="append", watermark=watermark)
-        return rows.num_rows
+        return int(rows.num_rows)
 
     def close(self) -> None:  # noqa: B027 - most engines hold nothing to release
         """Release what the engine holds (connections, sessions)."""

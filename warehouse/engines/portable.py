@@ -62,50 +62,60 @@ def problems(tree: exp.Expression, text: str = "") -> list[str]:
             found.append(text)
 
     for node in tree.walk():
-        if isinstance(node, exp.Join) and node.text("method").upper() == "ASOF":
-            add("ASOF JOIN is DuckDB-only: use a window (max_by over the earlier rows) instead")
-        elif isinstance(node, exp.Pivot):
-            add("PIVOT/UNPIVOT is DuckDB-only here: use sum(x) FILTER (WHERE k = 'v') per column")
-        elif isinstance(node, exp.Columns):
-            add("COLUMNS(...) is DuckDB-only: name the columns")
-        elif isinstance(node, exp.Star) and (node.args.get("except_") or node.args.get("replace")):
-            add("SELECT * EXCLUDE/REPLACE is DuckDB-only: name the columns")
-        elif isinstance(node, exp.DateBin):
+        if isinstance(node, exp.DateBin):
             add_bucket_problem(node, add)
-        elif isinstance(node, exp.DateDiff):
-            add(
-                "date_diff counts unit boundaries in DuckDB and elapsed units in Spark: use "
-                "(epoch(b) - epoch(a)) / <seconds per unit>"
-            )
-        elif isinstance(node, exp.Length) and _called_as(node, text, "len"):
-            add("len(x) is ambiguous in Spark: use length(text) or array_length(list)")
-        elif isinstance(node, exp.Bracket) and any(
-            isinstance(e, exp.Slice) for e in node.expressions
-        ):
-            add("list slices l[a:b] differ (1-based, inclusive): use slice(l, a, b - a + 1)")
-        elif isinstance(node, _APPROXIMATE):
-            add(
-                f"{node.sql('duckdb').split('(')[0]} is approximate with a different algorithm "
-                "in each engine: use the exact form (count(DISTINCT x), quantile_cont)"
-            )
-        elif isinstance(node, exp.GroupConcat) and not isinstance(node.this, exp.Order):
-            add("string_agg without ORDER BY joins in an engine-specific order: add ORDER BY")
-        elif isinstance(node, exp.ArrayAgg) and not isinstance(node.this, exp.Order):
-            add("list(x) without ORDER BY collects in an engine-specific order: add ORDER BY")
-        elif isinstance(node, exp.ArrayAgg) and (
-            len({bool(o.args.get("desc")) for o in node.this.expressions}) > 1
-        ):
-            add("list(x ORDER BY a, b DESC): mixed directions are DuckDB-only: use one direction")
-        elif isinstance(node, exp.Select) and _unnest_joined_before(node):
-            add(
-                "FROM t, unnest(t.list) AS u(x) JOIN ... ON u.x: Spark applies the unnest (LATERAL "
-                "VIEW) after the joins: unnest in a subquery first, then join it"
-            )
-        elif isinstance(node, exp.Anonymous):
-            name = node.name.lower()
-            if name in _NO_SPARK_FORM:
-                add(_NO_SPARK_FORM[name])
+            continue
+        problem = _syntax_problem(node) or _function_problem(node, text)
+        if problem:
+            add(problem)
     return found
+
+
+def _syntax_problem(node: exp.Expr) -> str | None:
+    """DuckDB-only syntax: ASOF, PIVOT, COLUMNS, * EXCLUDE, list slices, unnest before joins."""
+    if isinstance(node, exp.Join) and node.text("method").upper() == "ASOF":
+        return "ASOF JOIN is DuckDB-only: use a window (max_by over the earlier rows) instead"
+    if isinstance(node, exp.Pivot):
+        return "PIVOT/UNPIVOT is DuckDB-only here: use sum(x) FILTER (WHERE k = 'v') per column"
+    if isinstance(node, exp.Columns):
+        return "COLUMNS(...) is DuckDB-only: name the columns"
+    if isinstance(node, exp.Star) and (node.args.get("except_") or node.args.get("replace")):
+        return "SELECT * EXCLUDE/REPLACE is DuckDB-only: name the columns"
+    if isinstance(node, exp.Bracket) and any(isinstance(e, exp.Slice) for e in node.expressions):
+        return "list slices l[a:b] differ (1-based, inclusive): use slice(l, a, b - a + 1)"
+    if isinstance(node, exp.Select) and _unnest_joined_before(node):
+        return (
+            "FROM t, unnest(t.list) AS u(x) JOIN ... ON u.x: Spark applies the unnest (LATERAL "
+            "VIEW) after the joins: unnest in a subquery first, then join it"
+        )
+    return None
+
+
+def _function_problem(node: exp.Expr, text: str) -> str | None:
+    """Functions whose meaning differs between the engines, or that Spark lacks."""
+    if isinstance(node, exp.DateDiff):
+        return (
+            "date_diff counts unit boundaries in DuckDB and elapsed units in Spark: use "
+            "(epoch(b) - epoch(a)) / <seconds per unit>"
+        )
+    if isinstance(node, exp.Length) and _called_as(node, text, "len"):
+        return "len(x) is ambiguous in Spark: use length(text) or array_length(list)"
+    if isinstance(node, _APPROXIMATE):
+        return (
+            f"{node.sql('duckdb').split('(')[0]} is approximate with a different algorithm "
+            "in each engine: use the exact form (count(DISTINCT x), quantile_cont)"
+        )
+    if isinstance(node, exp.GroupConcat) and not isinstance(node.this, exp.Order):
+        return "string_agg without ORDER BY joins in an engine-specific order: add ORDER BY"
+    if isinstance(node, exp.ArrayAgg) and not isinstance(node.this, exp.Order):
+        return "list(x) without ORDER BY collects in an engine-specific order: add ORDER BY"
+    if isinstance(node, exp.ArrayAgg) and (
+        len({bool(o.args.get("desc")) for o in node.this.expressions}) > 1
+    ):
+        return "list(x ORDER BY a, b DESC): mixed directions are DuckDB-only: use one direction"
+    if isinstance(node, exp.Anonymous):
+        return _NO_SPARK_FORM.get(node.name.lower())
+    return None
 
 
 def _unnest_joined_before(select: exp.Select) -> bool:

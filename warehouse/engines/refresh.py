@@ -230,7 +230,7 @@ def _refresh_window(
         predicate=window.predicate(lo, hi),
         window=[_iso(lo), _iso(hi)],
     )
-    return rows.num_rows
+    return int(rows.num_rows)
 
 
 def _query_of(lake: Path, target: LakeTable) -> str:

@@ -43,7 +43,10 @@ def spark_function(name: str) -> Any:
 
 def register_models(spark: Any) -> list[str]:
     """Register every model function on `spark`; returns the names."""
-    from pyspark.sql.functions import ArrowUDFType, arrow_udf
+    from pyspark.sql.functions import (  # type: ignore[attr-defined,unused-ignore]
+        ArrowUDFType,
+        arrow_udf,
+    )
 
     names = []
     for model in REGISTRY:

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 import duckdb
 import numpy as np
@@ -161,7 +160,7 @@ DEFAULT_OPTIONS = ReadOptions()
 
 def _seen_size(engine: Engine, fmt: str, size: int, meaning: str) -> bool:
     """Whether a batch of this format and options held a file of exactly this size."""
-    return _lookup(engine, "count(*)", "bytes = ?", [fmt, size, meaning]) > 0
+    return (_lookup(engine, "count(*)", "bytes = ?", [fmt, size, meaning]) or 0) > 0
 
 
 def _earlier_batch(engine: Engine, fmt: str, digest: str, meaning: str) -> int | None:
@@ -169,14 +168,15 @@ def _earlier_batch(engine: Engine, fmt: str, digest: str, meaning: str) -> int |
     return _lookup(engine, "max(batch_id)", "content_sha256 = ?", [fmt, digest, meaning])
 
 
-def _lookup(engine: Engine, what: str, match: str, params: list[object]) -> Any:
+def _lookup(engine: Engine, what: str, match: str, params: list[object]) -> int | None:
     cur = engine.cursor()
     try:
-        return cur.execute(
+        found: int | None = cur.execute(
             f"SELECT {what} FROM wanka.ingest_batches WHERE source_format = ? AND {match} "
             "AND options IS NOT DISTINCT FROM ?",
             params,
         ).fetchall()[0][0]
+        return found
     finally:
         cur.close()
 

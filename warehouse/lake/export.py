@@ -31,7 +31,7 @@ from deltalake import write_deltalake
 
 from warehouse.engine import Engine
 from warehouse.lake import layout
-from warehouse.lake.delta import TABLE_CONFIG, LakeTable, commit_properties
+from warehouse.lake.delta import PARTITION_COLUMN, TABLE_CONFIG, LakeTable, commit_properties
 from warehouse.tables import REPLACE_KEYS
 
 _DELETED = "__wanka_deleted"
@@ -190,7 +190,7 @@ def _write(
     data = pa.RecordBatchReader.from_batches(reader.schema, batches())
     options: dict[str, Any] = {
         "mode": mode,
-        "partition_by": [layout.PARTITION_COLUMN] if partitioned else None,
+        "partition_by": [PARTITION_COLUMN] if partitioned else None,
         "configuration": TABLE_CONFIG,
         "commit_properties": commit_properties(watermark, operation, **extra),
     }

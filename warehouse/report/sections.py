@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -36,7 +37,7 @@ def frame(table: pa.Table) -> pl.DataFrame:
     return out
 
 
-def _by(df: pl.DataFrame, key: str, x: str, y: str) -> dict[str, tuple[list, list]]:
+def _by(df: pl.DataFrame, key: str, x: str, y: str) -> dict[str, tuple[list[Any], list[Any]]]:
     return {
         str(name): (part.get_column(x).to_list(), part.get_column(y).to_list())
         for (name,), part in df.sort(x).group_by(key, maintain_order=True)

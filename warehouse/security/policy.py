@@ -98,22 +98,12 @@ def _refuse(role: str, what: str) -> Refused:
 def _authorize_one(cur: duckdb.DuckDBPyConnection, statement: Statement, role: str) -> None:
     kind, reads = statement.type, statement.reads
     if statement.dynamic is not None:
-        verb = statement.dynamic.verb
-        if role == "reader":
-            raise Refused(f"a reader may only run {WHAT_ROLE_MAY['reader']}: {kind}")
-        if verb != "REFRESH" and role != "admin":
-            raise Refused(f"only an admin may {verb} a DYNAMIC TABLE")
+        _authorize_dynamic(statement.dynamic.verb, kind, role)
         return
     if kind == "UNKNOWN":
         raise Refused(reads.unchecked or "statement of an unknown type refused")
     if kind == "EXPLAIN":
-        inner = statement.explained
-        if inner is None:
-            raise Refused(reads.unchecked or "EXPLAIN takes one statement")
-        if inner.type not in READ - {"TRANSACTION", "EXPLAIN"} and role != "admin":
-            # EXPLAIN ANALYZE runs its statement: it is as dangerous as what it explains
-            raise _refuse(role, f"EXPLAIN of {inner.type}")
-        _authorize_one(cur, inner, role)
+        _authorize_one(cur, _explained(statement, role), role)
         return
     if kind not in ALLOWED_TYPES[role]:
         raise _refuse(role, kind)
@@ -129,6 +119,25 @@ def _authorize_one(cur: duckdb.DuckDBPyConnection, statement: Statement, role: s
     _check_reads(cur, reads)
     if role == "writer" and kind != "SELECT":
         _check_write_target(cur, reads, kind)
+
+
+def _authorize_dynamic(verb: str, kind: str, role: str) -> None:
+    """Writers may refresh a dynamic table; only admins create, alter or drop one."""
+    if role == "reader":
+        raise Refused(f"a reader may only run {WHAT_ROLE_MAY['reader']}: {kind}")
+    if verb != "REFRESH" and role != "admin":
+        raise Refused(f"only an admin may {verb} a DYNAMIC TABLE")
+
+
+def _explained(statement: Statement, role: str) -> Statement:
+    """The statement an EXPLAIN explains, which is then checked in its place."""
+    inner = statement.explained
+    if inner is None:
+        raise Refused(statement.reads.unchecked or "EXPLAIN takes one statement")
+    if inner.type not in READ - {"TRANSACTION", "EXPLAIN"} and role != "admin":
+        # EXPLAIN ANALYZE runs its statement: it is as dangerous as what it explains
+        raise _refuse(role, f"EXPLAIN of {inner.type}")
+    return inner
 
 
 def _authorize_command(kind: str, words: tuple[str, ...], role: str) -> None:

@@ -87,23 +87,7 @@ def write_formats(
             pq.write_table(table, path)
             files["parquet"].append(path)
 
-    prom = PromWriter(cluster.telemetry)
-    done = 0
-    telemetry = cluster.telemetry_batches(max_rows) if {"dcgm", "parquet"} & set(folders) else ()
-    for index, batch in enumerate(telemetry):
-        if "dcgm" in folders:
-            prom_path = folders["dcgm"] / f"metrics-{index:04d}.prom"
-            with prom_path.open("wb") as handle:
-                prom.write(batch, handle)
-            files["dcgm"].append(prom_path)
-        if "parquet" in folders:
-            part = folders["parquet"] / "gpu_metrics" / f"part-{index:04d}.parquet"
-            pq.write_table(pa.Table.from_batches([batch]), part)
-            files["parquet"].append(part)
-        done += batch.num_rows
-        if progress is not None:
-            progress(done)
-
+    done = _write_telemetry(cluster, folders, files, max_rows, progress)
     manifest = out_dir / "manifest.json"
     counts = {name: table.num_rows for name, table in tables.items()}
     counts["gpu_metrics"] = done
@@ -127,6 +111,33 @@ def write_formats(
     )
     files["manifest"].append(manifest)
     return files
+
+
+def _write_telemetry(
+    cluster: SimulatedCluster,
+    folders: dict[str, Path],
+    files: dict[str, list[Path]],
+    max_rows: int,
+    progress: Callable[[int], None] | None,
+) -> int:
+    """The telemetry as DCGM text and/or Parquet parts, batch by batch; the samples written."""
+    prom = PromWriter(cluster.telemetry)
+    done = 0
+    telemetry = cluster.telemetry_batches(max_rows) if {"dcgm", "parquet"} & set(folders) else ()
+    for index, batch in enumerate(telemetry):
+        if "dcgm" in folders:
+            prom_path = folders["dcgm"] / f"metrics-{index:04d}.prom"
+            with prom_path.open("wb") as handle:
+                prom.write(batch, handle)
+            files["dcgm"].append(prom_path)
+        if "parquet" in folders:
+            part = folders["parquet"] / "gpu_metrics" / f"part-{index:04d}.parquet"
+            pq.write_table(pa.Table.from_batches([batch]), part)
+            files["parquet"].append(part)
+        done += batch.num_rows
+        if progress is not None:
+            progress(done)
+    return done
 
 
 def csv_ready(table: pa.Table) -> pa.Table:

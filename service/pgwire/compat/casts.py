@@ -91,7 +91,7 @@ def _type_name(target: exp.Expr) -> str | None:
     if isinstance(target, exp.DataType):
         kind = target.args.get("kind")
         if target.this == exp.DType.USERDEFINED and kind is not None:
-            text = kind.sql().replace('"', "").lower()
+            text: str = kind.sql().replace('"', "").lower()
             return text.removeprefix("pg_catalog.")
         if target.this == exp.DType.NAME:
             return "name"

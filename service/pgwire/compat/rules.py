@@ -70,7 +70,8 @@ def _rule(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Operator):
         return _operator(node)
     if isinstance(node, exp.Collate):
-        return node.this
+        collated: exp.Expr = node.this
+        return collated
     if isinstance(node, exp.Div) and _integral(node.this) and _integral(node.expression):
         return exp.IntDiv(this=node.this, expression=node.expression)
     if isinstance(node, exp.Func):
@@ -168,11 +169,13 @@ def _relation(node: exp.Table) -> exp.Expr:
 def _qualified_call(node: exp.Dot) -> exp.Expr:
     qualifier = node.this.name.lower() if isinstance(node.this, exp.Identifier) else ""
     if qualifier in ("pg_catalog", "information_schema"):
-        return node.expression  # already rewritten: children go first
+        inner: exp.Expr = node.expression  # already rewritten: children go first
+        return inner
     return node
 
 
-def _function(node: exp.Func) -> exp.Expr:
+def _session_value(node: exp.Func) -> exp.Expr | None:
+    """What the functions sqlglot knows by class (current_user, version(), ...) answer."""
     if isinstance(node, (exp.CurrentUser, exp.SessionUser)):
         return _session_user()
     if isinstance(node, exp.CurrentVersion):
@@ -183,6 +186,13 @@ def _function(node: exp.Func) -> exp.Expr:
         return exp.Literal.string("public")
     if isinstance(node, exp.CurrentSchemas):
         return casts.compat_call("current_schemas", [node.this])
+    return None
+
+
+def _function(node: exp.Func) -> exp.Expr:
+    known = _session_value(node)
+    if known is not None:
+        return known
     name = node.name.lower() if isinstance(node, exp.Anonymous) else node.sql_name().lower()
     args = (
         list(node.expressions) if isinstance(node, exp.Anonymous) else list(node.iter_expressions())
