@@ -68,11 +68,12 @@ class Page:
         call = next(self._ids)
         self._ws.send(json.dumps({"id": call, "method": method, "params": params}))
         while True:
-            message = json.loads(self._ws.recv(timeout=60))
+            message: dict[str, Any] = json.loads(self._ws.recv(timeout=60))
             if message.get("id") == call:
                 if "error" in message:
                     raise RuntimeError(f"{method}: {message['error']}")
-                return message.get("result", {})
+                result: dict[str, Any] = message.get("result", {})
+                return result
             self._note(message)
 
     def wait_for(self, method: str) -> dict[str, Any]:
@@ -82,7 +83,7 @@ class Page:
                 self._events.remove(event)
                 return event
         while True:
-            message = json.loads(self._ws.recv(timeout=60))
+            message: dict[str, Any] = json.loads(self._ws.recv(timeout=60))
             self._note(message)
             if message.get("method") == method:
                 self._events.remove(message)
@@ -169,9 +170,10 @@ class Browser:
             call_id = next(ids)
             self._browser_ws.send(json.dumps({"id": call_id, "method": method, "params": params}))
             while True:
-                message = json.loads(self._browser_ws.recv(timeout=60))
+                message: dict[str, Any] = json.loads(self._browser_ws.recv(timeout=60))
                 if message.get("id") == call_id:
-                    return message["result"]
+                    result: dict[str, Any] = message["result"]
+                    return result
 
         target = call("Target.createTarget", url="about:blank")["targetId"]
         page = Page(

@@ -9,16 +9,29 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import pytest
 from hypothesis import settings
+from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[1]
+
+Ex = TypeVar("Ex")
 
 # Property tests check what an input does, not how fast: on a loaded 2-core CI machine a
 # per-example deadline only makes them flaky. Tests that need a different budget say so.
 settings.register_profile("wanka", deadline=None)
 settings.load_profile("wanka")
+
+
+class Draw(Protocol):
+    """Draws a value from a strategy: `st.DataObject.draw` or the `draw` of a `@st.composite`.
+
+    `st.DrawFn` would do but for its `__signature__` member, which a bound `data.draw` lacks.
+    """
+
+    def __call__(self, strategy: st.SearchStrategy[Ex], /) -> Ex: ...
 
 
 def shared_data_dir() -> Path:

@@ -7,10 +7,7 @@ from typing import Any
 
 import duckdb
 
-from warehouse.errors import UserError
-
 #: Schemas listed; `wanka.users` and `wanka.tokens` never are.
-LISTED_SCHEMAS = ("main", "wanka")
 HIDDEN = frozenset({("wanka", "users"), ("wanka", "tokens")})
 
 
@@ -107,10 +104,3 @@ def duckdb_memory(cur: duckdb.DuckDBPyConnection) -> dict[str, int]:
         "SELECT tag, memory_usage_bytes FROM duckdb_memory() WHERE memory_usage_bytes > 0"
     ).fetchall()
     return {str(tag): int(used) for tag, used in rows}
-
-
-def check_known(name: str, names: frozenset[str]) -> str:
-    """`name` when it is one of `names`, else a UserError."""
-    if name not in names:
-        raise UserError(f"no dynamic table named {name!r}")
-    return name

@@ -180,7 +180,6 @@ class Connection:
             return
         portal = self._portal(name)
         await self.start(portal)
-        portal.described = True
         if _has_rows(portal):
             self.writer.write(portal.description())
         else:

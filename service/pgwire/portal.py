@@ -44,7 +44,6 @@ class Portal:
     schema: pa.Schema | None = None
     rows_sent: int = 0
     exhausted: bool = False
-    described: bool = False
     tag: str = ""
     reader_done: bool = False  # DuckDB's stream is finished; `pending` may still hold rows
     source: Portal | None = None  # FETCH: the cursor's portal

@@ -71,10 +71,3 @@ def _block(block: pa.RecordBatch, oids: Sequence[int], coders: list[Encoder]) ->
     offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32)
     begin, end = offsets[joined.offset], offsets[joined.offset + rows]
     return joined.buffers()[2].slice(int(begin), int(end - begin))
-
-
-def encode_values(column: pa.Array, oid: int, binary: bool) -> list[bytes | None]:
-    """One column's values as wire bytes (used for COPY and small results)."""
-    coder = encode_binary if binary else encode_text
-    values: list[bytes | None] = coder(column, oid).to_pylist()
-    return values

@@ -105,12 +105,3 @@ class ScramExchange:
             raise AuthFailed("password authentication failed")
         server_signature = _hmac(self.verifier.server_key, auth_message)
         return b"v=" + base64.b64encode(server_signature)
-
-
-def make_verifier(password: str, salt: bytes, iterations: int = 4096) -> FakeVerifier:
-    """StoredKey/ServerKey for a password (tests; `wanka user add` does this in the core)."""
-    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
-    client_key = _hmac(salted, b"Client Key")
-    return FakeVerifier(
-        salt, iterations, hashlib.sha256(client_key).digest(), _hmac(salted, b"Server Key")
-    )

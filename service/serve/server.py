@@ -141,12 +141,6 @@ class Server:
                 self._token_cache[token] = (user, time.monotonic() + _AUTH_CACHE_S)
         return user
 
-    def forget_credentials(self) -> None:
-        """Drop cached credential checks (after users or tokens change)."""
-        with self._auth_lock:
-            self._basic_cache.clear()
-            self._token_cache.clear()
-
     # -- work --------------------------------------------------------------------------------
 
     def session(self, user: User, *, face: str = "http", fmt: str | None = None) -> Session:

@@ -82,6 +82,11 @@ def test_panel_sql_runs_in_duckdb(server: Server, name: str, panel: dict[str, An
     assert rows or panel["title"] in MAY_BE_EMPTY, name
 
 
+def _direct(server: Server, panel: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The panel's rows straight from DuckDB, on a cursor of the server's own."""
+    return server.with_cursor(lambda cur: cur.sql(_sql(panel)).fetchall())
+
+
 def test_every_panel_runs_through_pgwire_as_a_reader(server: Server) -> None:
     """What Grafana itself does: the expanded SQL over the PostgreSQL protocol."""
     psycopg = pytest.importorskip("psycopg")
@@ -95,7 +100,7 @@ def test_every_panel_runs_through_pgwire_as_a_reader(server: Server) -> None:
         )
         with psycopg.connect(dsn, autocommit=True) as conn:
             for name, panel in PANELS:
-                direct = server.with_cursor(lambda cur, p=panel: cur.sql(_sql(p)).fetchall())
+                direct = _direct(server, panel)
                 got = conn.execute(_sql(panel)).fetchall()
                 assert len(got) == len(direct), name
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -13,8 +14,20 @@ import pytest
 from udfs.bandwidth import nic_bottleneck, pcie_gbs
 from udfs.collectives import busbw_factor
 from udfs.energy import gpu_power_w
-from udfs.expr import Choice, Expr, cases, minimum, sql_of, where
+from udfs.expr import Choice, Expr, Num, cases, minimum, sql_of, where
 from udfs.scheduling import stranded_gpus
+
+
+def _sql(value: Num) -> str:
+    """The SQL of a formula given an `Expr` (the vocabulary returns any `Num`)."""
+    assert isinstance(value, Expr), value
+    return value.sql
+
+
+def _array(value: Num) -> np.ndarray[Any, Any]:
+    """The result of a formula given numbers (the vocabulary returns any `Num`)."""
+    assert isinstance(value, np.ndarray), value
+    return value
 
 
 def test_python_branching_on_a_sql_expression_fails_loudly() -> None:
@@ -34,24 +47,28 @@ def test_float_literals_are_exact_doubles_in_duckdb() -> None:
 
 def test_vocabulary_renders_and_computes_alike() -> None:
     x = Expr("x")
-    assert where(x > 1, x, 0).sql == "CASE WHEN (x > 1) THEN x ELSE 0 END"
-    assert minimum(x, 2).sql == "least(x, 2)"
-    assert cases([(x == 1, 10)]).sql == "CASE WHEN (x = 1) THEN 10 END"
-    assert float(where(np.float64(2), 1.0, 0.0)) == 1.0
-    assert math.isnan(float(cases([(np.asarray(False), 10.0)])))
+    assert _sql(where(x > 1, x, 0)) == "CASE WHEN (x > 1) THEN x ELSE 0 END"
+    assert _sql(minimum(x, 2)) == "least(x, 2)"
+    assert _sql(cases([(x == 1, 10)])) == "CASE WHEN (x = 1) THEN 10 END"
+    assert float(_array(where(np.float64(2), 1.0, 0.0))) == 1.0
+    assert math.isnan(float(_array(cases([(np.asarray(False), 10.0)]))))
 
 
 def test_choice_picks_by_any_spelling_in_any_case() -> None:
     modes = Choice({"none": (), "802.3ad": ("bond4", "lacp")})
-    picked = modes.pick(np.array(["none", "LACP", "Bond4", "other"]), {"none": 1.0, "802.3ad": 2.0})
+    picked = _array(
+        modes.pick(np.array(["none", "LACP", "Bond4", "other"]), {"none": 1.0, "802.3ad": 2.0})
+    )
     assert picked[:3].tolist() == [1.0, 2.0, 2.0] and math.isnan(picked[3])
     with pytest.raises(KeyError):
         modes.pick("none", {"none": 1.0})
 
 
 def test_python_null_nan_and_arrays() -> None:
-    assert pcie_gbs(None, 16) is None
-    assert nic_bottleneck(None, 4, 16) is None
+    # NULL (None) and text are outside the formulas' declared types on purpose: a model must
+    # handle them at run time.
+    assert pcie_gbs(None, 16) is None  # type: ignore[arg-type]
+    assert nic_bottleneck(None, 4, 16) is None  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="utilization must be a number in \\[0, 1\\], got nan"):
         gpu_power_w(700, math.nan, 60)
     out = pcie_gbs(np.array([3, 4, 5]), 16)
@@ -65,7 +82,7 @@ def test_python_null_nan_and_arrays() -> None:
     ):
         pcie_gbs(4, 2.5)
     with pytest.raises(ValueError, match=r"pcie_gbs: gen must be .* got 'four'"):
-        pcie_gbs("four", 16)
+        pcie_gbs("four", 16)  # type: ignore[arg-type]
     assert isinstance(stranded_gpus(5, 8, 2), int)
     assert isinstance(nic_bottleneck(400, 4, 16), str)
 

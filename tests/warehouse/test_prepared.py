@@ -24,7 +24,8 @@ def cur() -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def rows(cur: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[dict[str, Any]]:
-    return query.execute(cur, sql, params).read_all().to_pylist()
+    out: list[dict[str, Any]] = query.execute(cur, sql, params).read_all().to_pylist()
+    return out
 
 
 def fresh(sql: str) -> str:
@@ -78,7 +79,7 @@ def test_texts_with_parameters_or_that_cannot_be_prepared_run_as_text(
     cur: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[str] = []
-    monkeypatch.setattr(prepared, "name_for", lambda c, t: asked.append(t))  # type: ignore[func-returns-value]
+    monkeypatch.setattr(prepared, "name_for", lambda c, t: asked.append(t))
     sql = fresh("SELECT ? * 2 AS d")
     assert rows(cur, sql, [21]) == rows(cur, sql, [21]) == [{"d": 42}]
     assert asked == []  # never asked: parameters bind to the text

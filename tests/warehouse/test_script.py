@@ -8,8 +8,8 @@ from typing import Any
 
 import duckdb
 import pytest
+import sqlglot
 
-from warehouse import reads
 from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.query import execute
@@ -153,13 +153,13 @@ def test_a_session_parses_a_query_once_from_policy_to_execution(
     from service.serve.session import Session
 
     sqlglot_parses = Counter[str]()
-    real_parse_one = reads.sqlglot.parse_one
+    real_parse_one = sqlglot.parse_one  # the module warehouse.reads parses DML and DDL with
 
     def counting_parse_one(sql: str, **options: Any) -> Any:
         sqlglot_parses[sql] += 1
         return real_parse_one(sql, **options)
 
-    monkeypatch.setattr(reads.sqlglot, "parse_one", counting_parse_one)
+    monkeypatch.setattr(sqlglot, "parse_one", counting_parse_one)
     counting = CountingCursor(eng.cursor())
     admin = User("ann", "admin")
     with Session(counting, admin) as session:  # type: ignore[arg-type]

@@ -93,11 +93,6 @@ def entries(con: duckdb.DuckDBPyConnection) -> dict[str, Entry]:
     }
 
 
-def dependency_order(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Every dynamic table, each after the dynamic tables it reads."""
-    return _order(entries(con))
-
-
 def _order(tables: dict[str, Entry]) -> list[str]:
     order: list[str] = []
 

@@ -101,7 +101,9 @@ def test_time_limit_interrupts(served: Served) -> None:
         ({"sql": "SELECT 1", "extra": 1}, 400, "extra"),
     ],
 )
-def test_bad_input_is_400_json(served: Served, body: dict, status: int, text: str) -> None:
+def test_bad_input_is_400_json(
+    served: Served, body: dict[str, object], status: int, text: str
+) -> None:
     response = served.client.post("/v1/query", json=body, auth=served.auth("reader"))
     assert response.status_code == status
     assert text in response.json()["error"].lower()

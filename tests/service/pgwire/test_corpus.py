@@ -4,6 +4,7 @@ Superset) runs as a reader, and the answers that matter are right."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -20,8 +21,10 @@ def reader(served: Served) -> Iterator[psycopg.Connection]:
         yield connection
 
 
-def run(conn: psycopg.Connection, sql: str) -> list[tuple]:
-    oid = conn.execute("select 'jobs'::regclass::oid").fetchone()[0]
+def run(conn: psycopg.Connection, sql: str) -> list[tuple[Any, ...]]:
+    found = conn.execute("select 'jobs'::regclass::oid").fetchone()
+    assert found is not None
+    oid = found[0]
     cur = conn.execute(sql.replace("{jobs_oid}", str(oid)))
     return cur.fetchall() if cur.description else []
 

@@ -6,6 +6,8 @@ import datetime as dt
 import decimal
 import threading
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -15,13 +17,13 @@ from tests.service.pgwire.conftest import Served
 
 
 @pytest.fixture
-def conn(served: Served) -> psycopg.Connection:
+def conn(served: Served) -> Iterator[psycopg.Connection]:
     with psycopg.connect(served.dsn("admin"), autocommit=True) as connection:
         yield connection
 
 
 @pytest.fixture
-def reader(served: Served) -> psycopg.Connection:
+def reader(served: Served) -> Iterator[psycopg.Connection]:
     with psycopg.connect(served.dsn("reader"), autocommit=True) as connection:
         yield connection
 
@@ -29,7 +31,9 @@ def reader(served: Served) -> psycopg.Connection:
 def test_server_looks_like_postgresql_15(conn: psycopg.Connection) -> None:
     assert conn.info.server_version == 150000
     assert conn.info.parameter_status("server_version") == "15.0"
-    version = conn.execute("select version()").fetchone()[0]
+    row = conn.execute("select version()").fetchone()
+    assert row is not None
+    version = row[0]
     assert version.startswith("PostgreSQL 15.0 (wanka")
     assert conn.execute("show server_version_num").fetchone() == ("150000",)
 
@@ -72,6 +76,7 @@ def test_parameters_of_every_type_round_trip(conn: psycopg.Connection, binary: b
     expected = list(values)
     expected[10] = str(values[10])  # DuckDB hands UUIDs to Arrow as text
     expected[13] = '{"a b",c}'  # psycopg sends a list of str untyped: PostgreSQL says text too
+    assert row is not None
     assert list(row) == expected
 
 
@@ -87,6 +92,7 @@ def test_result_types_and_values(conn: psycopg.Connection, binary: bool) -> None
     with conn.cursor(binary=binary) as cur:
         cur.execute("select * from pg_types_probe order by i nulls last")
         rows = cur.fetchall()
+        assert cur.description is not None
         oids = [d.type_code for d in cur.description]
     assert oids == [23, 20, 21, 701, 700, 1700, 25, 16, 1082, 1114, 1184, 1186, 25, 17, 1007, 1009]
     first = rows[0]
@@ -127,15 +133,20 @@ def test_many_rows_stream_in_batches(conn: psycopg.Connection) -> None:
     assert len(rows) == 100000 and rows[-1] == (99999, "x99999")
 
 
+def _status(c: psycopg.Connection) -> psycopg.pq.TransactionStatus:
+    """The status now (a call, so that mypy does not carry one assert's narrowing to the next)."""
+    return c.info.transaction_status
+
+
 def test_transaction_error_state_and_rollback(served: Served) -> None:
     with psycopg.connect(served.dsn("admin")) as c:  # not autocommit: psycopg sends BEGIN
         c.execute("create table if not exists tx_probe (n int)")
         c.commit()
         c.execute("insert into tx_probe values (1)")
-        assert c.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        assert _status(c) == psycopg.pq.TransactionStatus.INTRANS
         with pytest.raises(errors.UndefinedTable):
             c.execute("select * from no_such_table")
-        assert c.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+        assert _status(c) == psycopg.pq.TransactionStatus.INERROR
         with pytest.raises(errors.InFailedSqlTransaction):
             c.execute("select 1")
         c.rollback()
@@ -228,7 +239,7 @@ def test_statement_timeout_interrupts(conn: psycopg.Connection) -> None:
     assert conn.execute("select 3").fetchone() == (3,)
 
 
-def test_no_users_means_local_admin_without_password(tmp_path) -> None:
+def test_no_users_means_local_admin_without_password(tmp_path: Path) -> None:
     from service.pgwire import start
     from service.serve.server import Server
 
@@ -244,7 +255,7 @@ def test_no_users_means_local_admin_without_password(tmp_path) -> None:
         server.close()
 
 
-def test_tls_when_the_server_has_a_certificate(tmp_path, served: Served) -> None:
+def test_tls_when_the_server_has_a_certificate(tmp_path: Path, served: Served) -> None:
     import ssl
     import subprocess
 
@@ -286,8 +297,10 @@ def test_tls_when_the_server_has_a_certificate(tmp_path, served: Served) -> None
 
 def test_unaliased_columns_are_named_as_postgresql_names_them(conn: psycopg.Connection) -> None:
     cur = conn.execute("select count(*), sum(i) from pg_types_probe")
+    assert cur.description is not None
     assert [d.name for d in cur.description] == ["count", "sum"]
     cur = conn.execute("select 1 + 1, i::text, 2::int from pg_types_probe")
+    assert cur.description is not None
     assert [d.name for d in cur.description] == ["?column?", "i", "int4"]
 
 

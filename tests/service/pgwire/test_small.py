@@ -51,7 +51,8 @@ def batches(draw: st.DrawFn) -> pa.RecordBatch:
 
 def _arrow_path(batch: pa.RecordBatch, formats: list[int]) -> bytes:
     oids = [t.pg_type(f.type).oid for f in batch.schema]
-    return rows._block(batch, oids, rows.encoders(formats)).to_pybytes()
+    block: bytes = rows._block(batch, oids, rows.encoders(formats)).to_pybytes()
+    return block
 
 
 @settings(max_examples=300)

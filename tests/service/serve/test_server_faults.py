@@ -91,7 +91,8 @@ def serving(db: Path) -> Iterator[tuple[subprocess.Popen[bytes], httpx.Client]]:
 def query(client: httpx.Client, sql: str) -> list[list[object]]:
     answer = client.post("/v1/query", json={"sql": sql})
     assert answer.status_code == 200, answer.text
-    return answer.json().get("rows", [])
+    rows: list[list[object]] = answer.json().get("rows", [])
+    return rows
 
 
 def acknowledged_ingest(client: httpx.Client, path: Path) -> tuple[int, int]:

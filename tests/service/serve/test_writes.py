@@ -42,7 +42,8 @@ def same(server: Server) -> bool:
             "SELECT host, sum(value) AS s, count(*) AS n FROM gpu_metrics GROUP BY ALL "
             "ORDER BY host"
         ).reader.read_all()
-    return got.to_pylist() == want.to_pylist()
+    equal: bool = got.to_pylist() == want.to_pylist()
+    return equal
 
 
 def test_an_open_transaction_that_wrote_holds_off_refreshes_and_writers(server: Server) -> None:

@@ -38,6 +38,7 @@ def _acme(shared_data: Path, cluster: str) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def philly(demo_engine: Engine) -> dict[str, float]:
     cur = demo_engine.cursor()
+    row: dict[str, float]
     try:
         [row] = run_analysis_table(cur, "trace_summary", {"cluster": "philly"}).to_pylist()
     finally:

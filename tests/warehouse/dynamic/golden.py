@@ -21,7 +21,10 @@ class Case:
 
 
 def load_cases(name: str) -> list[Case]:
-    cases, title, part, lines = [], None, "", {"input": [], "expected": []}
+    cases: list[Case] = []
+    title: str | None = None
+    part = ""
+    lines: dict[str, list[str]] = {"input": [], "expected": []}
     text = (FIXTURES / name).read_text()
 
     def flush() -> None:

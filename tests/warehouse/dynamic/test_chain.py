@@ -33,7 +33,10 @@ def _rows(eng: Engine, sql: str) -> list[tuple[object, ...]]:
 def _refresh(eng: Engine, name: str) -> dict[str, object]:
     cur = eng.cursor()
     try:
-        return execute(cur, f"REFRESH DYNAMIC TABLE {name}").read_all().to_pylist()[0]
+        done: dict[str, object] = (
+            execute(cur, f"REFRESH DYNAMIC TABLE {name}").read_all().to_pylist()[0]
+        )
+        return done
     finally:
         cur.close()
 

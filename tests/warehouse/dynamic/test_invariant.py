@@ -79,17 +79,19 @@ def eng() -> Iterator[Engine]:
 def _apply(eng: Engine, action: str, arg: object) -> None:
     con = eng.con
     if action == "insert" and arg:
+        assert isinstance(arg, list)
         con.executemany(
             "INSERT INTO gpu_metrics (ts, host, metric, value) VALUES "
             "(TIMESTAMPTZ '2026-11-01' + to_minutes(?), coalesce(?, 'z'), ?, ?)",
-            [list(r) for r in arg],  # type: ignore[union-attr]
+            [list(r) for r in arg],
         )
     elif action == "delete":
         con.execute("DELETE FROM gpu_metrics WHERE value < ?", [arg])
     elif action == "update":
         con.execute("UPDATE gpu_metrics SET value = value + 1 WHERE value > ?", [arg])
     elif action == "node":
-        place_node(con, *arg)  # type: ignore[misc]
+        assert isinstance(arg, tuple)
+        place_node(con, *arg)
     elif action == "node_delete":
         con.execute("DELETE FROM nodes WHERE host = ?", [arg])
 
@@ -114,7 +116,9 @@ def _same(got: list[tuple[object, ...]], want: list[tuple[object, ...]]) -> bool
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(steps=st.lists(step, min_size=1, max_size=10))
-def test_incremental_refresh_equals_the_query(eng: Engine, kind: str, steps: list) -> None:
+def test_incremental_refresh_equals_the_query(
+    eng: Engine, kind: str, steps: list[tuple[str, object]]
+) -> None:
     con = eng.con
     cur = eng.cursor()
     for table in ("dt", "up"):

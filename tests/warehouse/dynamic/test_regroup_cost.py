@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,10 +23,11 @@ GROUPS = (
 AGGREGATE = "SELECT host, sum(value) AS s, count(*) AS n FROM gpu_metrics GROUP BY host"
 
 
-def rows(eng: Engine, sql: str) -> list[dict[str, object]]:
+def rows(eng: Engine, sql: str) -> list[dict[str, Any]]:
     cur = eng.cursor()
     try:
-        return execute(cur, sql).read_all().to_pylist()
+        out: list[dict[str, Any]] = execute(cur, sql).read_all().to_pylist()
+        return out
     finally:
         cur.close()
 

@@ -54,13 +54,15 @@ def eng() -> Iterator[Engine]:
 def apply(eng: Engine, action: str, arg: object) -> None:
     con = eng.con
     if action == "samples":
+        assert isinstance(arg, list)
         con.executemany(
             "INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value) VALUES "
             "(TIMESTAMPTZ '2026-11-01' + to_minutes(?), ?, ?, 'GPU-' || ?, 'H100', ?, ?)",
-            [[m, h, g, f"{h}-{g}", metric, v] for m, h, g, metric, v in arg],  # type: ignore[attr-defined]
+            [[m, h, g, f"{h}-{g}", metric, v] for m, h, g, metric, v in arg],
         )
     elif action == "job":
-        job_id, account, start, gpus, elapsed = arg  # type: ignore[misc]
+        assert isinstance(arg, tuple)
+        job_id, account, start, gpus, elapsed = arg
         con.execute("DELETE FROM jobs WHERE job_id = ?", [job_id])
         con.execute(
             "INSERT INTO jobs (job_id, account, start_at, gpus, elapsed_s) VALUES (?, ?, "
@@ -70,7 +72,8 @@ def apply(eng: Engine, action: str, arg: object) -> None:
     elif action == "job_delete":
         con.execute("DELETE FROM jobs WHERE job_id = ?", [arg])
     elif action == "node":
-        place_node(con, *arg)  # type: ignore[misc]
+        assert isinstance(arg, tuple)
+        place_node(con, *arg)
     elif action == "node_delete":
         con.execute("DELETE FROM nodes WHERE host = ?", [arg])
     elif action == "samples_delete":
@@ -92,7 +95,7 @@ def rows(eng: Engine, sql: str) -> list[tuple[object, ...]]:
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(steps=st.lists(step, min_size=1, max_size=8))
-def test_every_shipped_table_equals_its_query(eng: Engine, steps: list) -> None:
+def test_every_shipped_table_equals_its_query(eng: Engine, steps: list[tuple[str, object]]) -> None:
     for table in ("gpu_metrics", "jobs", "nodes"):
         eng.con.execute(f"DELETE FROM {table}")
     cur = eng.cursor()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,10 +24,11 @@ SEED = (
 )
 
 
-def rows(eng: Engine, sql: str) -> list[dict[str, object]]:
+def rows(eng: Engine, sql: str) -> list[dict[str, Any]]:
     cur = eng.cursor()
     try:
-        return execute(cur, sql).read_all().to_pylist()
+        out: list[dict[str, Any]] = execute(cur, sql).read_all().to_pylist()
+        return out
     finally:
         cur.close()
 

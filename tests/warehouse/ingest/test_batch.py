@@ -6,6 +6,7 @@ import io
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ def count(eng: Engine, sql: str) -> int:
 
 
 @pytest.fixture
-def eng(db_path: Path) -> Engine:
+def eng(db_path: Path) -> Iterator[Engine]:
     with Engine(str(db_path)) as engine:
         yield engine
 
@@ -54,6 +55,7 @@ def test_same_content_twice_is_a_no_op_and_force_reloads(eng: Engine, tmp_path: 
     path = tmp_path / "inv.csv"
     path.write_text(INVENTORY)
     [first] = ingest(eng, "inventory", [str(path)])
+    assert first.batch_id is not None
     copy = tmp_path / "copy-under-another-name.csv"
     copy.write_text(INVENTORY)
     [again] = ingest(eng, "inventory", [str(copy)])
@@ -69,11 +71,13 @@ def test_same_content_twice_is_a_no_op_and_force_reloads(eng: Engine, tmp_path: 
 
 
 def test_batch_ids_only_grow(eng: Engine, tmp_path: Path) -> None:
-    ids = []
+    ids: list[int] = []
     for i in range(4):
         path = tmp_path / f"inv{i}.csv"
         path.write_text(f"host,gpus\nhost{i},8\n")
-        ids.extend(r.batch_id for r in ingest(eng, "inventory", [str(path)]))
+        for r in ingest(eng, "inventory", [str(path)]):
+            assert r.batch_id is not None
+            ids.append(r.batch_id)
     assert ids == sorted(ids) and len(set(ids)) == 4
 
 

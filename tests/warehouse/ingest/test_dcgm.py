@@ -7,8 +7,10 @@ import io
 import json
 import math
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -55,7 +57,7 @@ CORNERS = "\n".join(
 
 
 @pytest.fixture
-def eng(tmp_path: Path) -> Engine:
+def eng(tmp_path: Path) -> Iterator[Engine]:
     with Engine(str(tmp_path / "w.duckdb")) as engine:
         yield engine
 
@@ -67,7 +69,7 @@ def write(tmp_path: Path, text: str | bytes, name: str = "scrape.prom") -> Path:
     return path
 
 
-def rows(eng: Engine, where: str = "true") -> list[tuple]:
+def rows(eng: Engine, where: str = "true") -> list[tuple[Any, ...]]:
     """gpu_metrics rows, the JSON labels decoded."""
     found = eng.con.sql(
         "SELECT ts, host, gpu, uuid, model, metric, value, labels FROM gpu_metrics "
@@ -76,7 +78,7 @@ def rows(eng: Engine, where: str = "true") -> list[tuple]:
     return [(*r[:7], None if r[7] is None else json.loads(r[7])) for r in found]
 
 
-def rejects(eng: Engine) -> list[tuple]:
+def rejects(eng: Engine) -> list[tuple[Any, ...]]:
     return eng.con.sql(
         "SELECT line, field, raw, reason FROM wanka.ingest_rejects ORDER BY line"
     ).fetchall()
@@ -153,10 +155,10 @@ def test_gzip_bom_and_tiny_blocks_give_the_same_rows(
         assert _same(rows(other), expected) and rejects(other) == expected_rejects
 
 
-def _same(a: list[tuple], b: list[tuple]) -> bool:
+def _same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
     """Row lists equal, NaN equal to NaN."""
 
-    def key(row: tuple) -> tuple:
+    def key(row: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple("nan" if isinstance(v, float) and math.isnan(v) else v for v in row)
 
     return [key(r) for r in a] == [key(r) for r in b]

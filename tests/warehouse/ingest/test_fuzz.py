@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.commands.common import shared_data
+from tests.conftest import Draw
 from tests.warehouse.ingest.test_nccl import ALL_REDUCE
 from warehouse.engine import Engine
 from warehouse.errors import UserError
@@ -68,7 +69,7 @@ def options(fmt: str) -> ReadOptions:
     return ReadOptions()
 
 
-def mutate(data: bytes, draw: st.DrawFn) -> bytes:
+def mutate(data: bytes, draw: Draw) -> bytes:
     """Truncate, flip bytes, drop or repeat lines, or splice in junk — a few times."""
     for _ in range(draw(st.integers(1, 4))):
         how = draw(st.sampled_from(["truncate", "flip", "drop", "repeat", "junk", "fields"]))

@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +25,7 @@ ROWS = [
 
 
 @pytest.fixture
-def eng(tmp_path: Path) -> Engine:
+def eng(tmp_path: Path) -> Iterator[Engine]:
     with Engine(str(tmp_path / "w.duckdb")) as engine:
         yield engine
 
@@ -35,13 +37,13 @@ def write(tmp_path: Path, lines: list[str], name: str = "node7.csv") -> Path:
     return path
 
 
-def metrics(eng: Engine) -> list[tuple]:
+def metrics(eng: Engine) -> list[tuple[Any, ...]]:
     return eng.con.sql(
         "SELECT ts, host, gpu, uuid, model, metric, value FROM gpu_metrics ORDER BY gpu, metric"
     ).fetchall()
 
 
-def rejects(eng: Engine) -> list[tuple]:
+def rejects(eng: Engine) -> list[tuple[Any, ...]]:
     return eng.con.sql(
         "SELECT line, field, reason FROM wanka.ingest_rejects ORDER BY line"
     ).fetchall()

@@ -41,7 +41,7 @@ def rows(eng: Engine, sql: str) -> list[tuple[Any, ...]]:
     return eng.con.sql(sql).fetchall()
 
 
-def at(seconds: int) -> datetime:
+def at(seconds: float) -> datetime:
     return START + timedelta(seconds=seconds)
 
 

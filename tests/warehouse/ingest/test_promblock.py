@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +14,7 @@ from warehouse.ingest.promline import Labels, LineError, escape, parse_labels, p
 from warehouse.ingest.textblocks import blocks
 
 # Label values: anything but surrogates (they cannot be written as UTF-8).
-VALUES = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
+VALUES = st.text(st.characters(exclude_categories=["Cs"]), max_size=20)
 
 
 @given(VALUES)
@@ -47,7 +48,7 @@ TAILS = st.sampled_from(
 LINES = st.one_of(
     st.builds(lambda n, lt, t: f"{n}{{{lt}}}{t}", NAMES, LABEL_TEXT, TAILS),
     st.builds(lambda n, t: f"{n}{t}", NAMES, TAILS),
-    st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\n"), max_size=30),
+    st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\n"), max_size=30),
     st.sampled_from(["", "   ", "# HELP x y", "  # c", "{}", "}{", 'x{a="b"', "x}"]),
 )
 
@@ -76,14 +77,26 @@ def _key(value: float, stamp: int | None) -> tuple[str, int | None]:
     return ("nan" if math.isnan(value) else repr(value)), stamp
 
 
-def _parse(text: bytes, block_bytes: int) -> tuple[list[tuple], list[int]]:
+#: A sample as the tests compare them: name, labels, value key.
+SampleKey = tuple[str, Labels, tuple[str, int | None]]
+
+
+def _parse(text: bytes, block_bytes: int) -> tuple[list[SampleKey], list[int]]:
     """(name, labels, value key) per sample and the rejected line numbers, via BlockParser."""
     sets: list[Labels] = []
-    parser = BlockParser(lambda labels: sets.append(labels) or len(sets) - 1)
-    samples, rejected = [], []
+
+    def label_set_id(labels: Labels) -> int:
+        sets.append(labels)
+        return len(sets) - 1
+
+    parser = BlockParser(label_set_id)
+    samples: list[SampleKey] = []
+    rejected: list[int] = []
     for block in blocks(io.BytesIO(text), block_bytes):
         found = parser.parse(block)
-        rejected += [r.line for r in found.rejects]
+        for r in found.rejects:
+            assert r.line is not None  # the block parser numbers every line it rejects
+            rejected.append(r.line)
         for name, set_id, value, stamp, stamped in zip(
             found.names.tolist(), found.label_sets.tolist(), found.values.tolist(),
             found.timestamps_ms.tolist(), found.stamped.tolist(), strict=True,
@@ -93,11 +106,13 @@ def _parse(text: bytes, block_bytes: int) -> tuple[list[tuple], list[int]]:
     return samples, sorted(rejected)
 
 
-def test_regular_exporter_lines_never_take_the_per_line_path(monkeypatch) -> None:
+def test_regular_exporter_lines_never_take_the_per_line_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # The speed of `wanka ingest dcgm` rests on this: only odd lines go to Python one by one.
     import warehouse.ingest.promblock as promblock
 
-    calls = []
+    calls: list[str] = []
     monkeypatch.setattr(promblock, "parse_line", lambda line: calls.append(line))
     lines = [
         "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,7 +15,7 @@ from warehouse.ingest import ReadOptions, ingest
 
 
 @pytest.fixture
-def eng() -> Engine:
+def eng() -> Iterator[Engine]:
     with Engine(":memory:") as engine:
         yield engine
 

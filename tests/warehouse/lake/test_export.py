@@ -91,6 +91,7 @@ def test_new_batches_are_appended_and_changes_merged_or_rewritten(
     on_disk = list((lake / "jobs").glob("*.parquet"))
     assert len(on_disk) > len(jobs.files())
     glob_rows = duckdb.sql(f"SELECT count(*) FROM read_parquet('{lake}/jobs/*.parquet')")
+    assert glob_rows is not None
     assert glob_rows.fetchall()[0][0] > jobs.open().to_pyarrow_table().num_rows
 
 

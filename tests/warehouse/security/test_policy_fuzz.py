@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import Draw
 from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.security.policy import authorize
@@ -80,7 +81,7 @@ def dangerous(secret: Path, out: Path) -> list[str]:
     ]
 
 
-def wrap(draw: st.DrawFn, core: str) -> str:
+def wrap(draw: Draw, core: str) -> str:
     """Hide `core` in a shape a statement can take."""
     shape = draw(
         st.sampled_from(

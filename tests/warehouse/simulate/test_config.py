@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,8 @@ from warehouse.simulate import InvalidConfig, SimConfig
     ],
 )
 def test_out_of_domain_parameters_are_value_errors_naming_the_parameter(
-    kwargs: dict[str, object], complaint: str
+    kwargs: dict[str, Any],  # Any: values of the wrong type on purpose
+    complaint: str,
 ) -> None:
     with pytest.raises(ValueError, match=complaint) as caught:
         SimConfig(**kwargs)

@@ -14,6 +14,12 @@ from warehouse.simulate.metrics import METRICS
 DEMO = SimConfig(gpus=10_000, hours=1.0, interval_s=60.0)
 
 
+def _float(value: object) -> float:
+    """A float column's aggregate (polars types them as any Python literal or None)."""
+    assert isinstance(value, float), value
+    return value
+
+
 @pytest.fixture(scope="module")
 def demo() -> tuple[SimulatedCluster, float]:
     began = time.perf_counter()
@@ -40,19 +46,20 @@ def test_demo_window_is_busy_and_the_gen4_slots_cap_nic_traffic(
 ) -> None:
     cluster, _ = demo
     batch = next(cluster.telemetry_batches())  # the first dozen scrapes
-    frame = pl.from_arrow(batch.select(["host", "metric", "value"])).with_columns(
-        pl.col("host", "metric").cast(pl.String)
-    )
+    samples = pl.from_arrow(batch.select(["host", "metric", "value"]))
+    assert isinstance(samples, pl.DataFrame)
+    frame = samples.with_columns(pl.col("host", "metric").cast(pl.String))
     util = frame.filter(pl.col("metric") == "DCGM_FI_DEV_GPU_UTIL")["value"]
-    assert 0.75 <= (util > 0).mean() <= 0.97
+    assert 0.75 <= _float((util > 0).mean()) <= 0.97
     nodes = pl.from_arrow(cluster.nodes.select(["host", "nic_model", "pcie_gen"]))
+    assert isinstance(nodes, pl.DataFrame)
     tx = frame.filter(pl.col("metric") == "DCGM_FI_PROF_PCIE_TX_BYTES").join(
         nodes,
         on="host",
     )
     cx7 = tx.filter(pl.col("nic_model") == "ConnectX-7")
-    gen4_peak = cx7.filter(pl.col("pcie_gen") == 4)["value"].max()
-    gen5_peak = cx7.filter(pl.col("pcie_gen") == 5)["value"].max()
+    gen4_peak = _float(cx7.filter(pl.col("pcie_gen") == 4)["value"].max())
+    gen5_peak = _float(cx7.filter(pl.col("pcie_gen") == 5)["value"].max())
     slot_gen4 = 0.9 * 31.51e9
     assert gen4_peak <= slot_gen4 + 1e6
     assert gen5_peak > slot_gen4 * 1.2

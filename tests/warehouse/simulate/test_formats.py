@@ -6,6 +6,7 @@ import json
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import TypedDict
 
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
@@ -21,28 +22,36 @@ SAMPLE = re.compile(r"^(?P<name>[A-Z_]+)\{(?P<labels>[^}]*)\} (?P<value>\S+) (?P
 LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
+class Written(TypedDict):
+    """One simulation written out: the folder, the files by kind, the progress reported."""
+
+    out: Path
+    files: dict[str, list[Path]]
+    progress: list[int]
+
+
 @pytest.fixture(scope="module")
-def written(small: SimulatedCluster, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def written(small: SimulatedCluster, tmp_path_factory: pytest.TempPathFactory) -> Written:
     out = tmp_path_factory.mktemp("sim")
     seen: list[int] = []
     files = write_formats(small, out, progress=seen.append, max_rows=100_000)
     return {"out": out, "files": files, "progress": seen}
 
 
-def test_files_by_kind_exist(written: dict) -> None:
+def test_files_by_kind_exist(written: Written) -> None:
     files = written["files"]
     assert set(files) == {"inventory", "dcgm", "slurm", "parquet", "manifest"}
     assert all(p.is_file() for paths in files.values() for p in paths)
     assert len(files["dcgm"]) > 1  # 100,000 rows a batch: several scrape files
 
 
-def test_progress_counts_samples_up_to_the_total(small: SimulatedCluster, written: dict) -> None:
+def test_progress_counts_samples_up_to_the_total(small: SimulatedCluster, written: Written) -> None:
     seen = written["progress"]
     assert seen == sorted(seen) and seen[-1] == small.sample_count
 
 
 def test_prom_files_are_exposition_text_with_every_sample(
-    small: SimulatedCluster, written: dict
+    small: SimulatedCluster, written: Written
 ) -> None:
     kinds = {m.name: m.kind for m in METRICS}
     samples = 0
@@ -80,7 +89,7 @@ def test_prom_files_are_exposition_text_with_every_sample(
     assert pods_on and pods_on <= k8s
 
 
-def test_prom_values_match_the_parquet_samples(written: dict) -> None:
+def test_prom_values_match_the_parquet_samples(written: Written) -> None:
     first = written["files"]["dcgm"][0]
     part = pq.read_table(written["out"] / "parquet" / "gpu_metrics" / "part-0000.parquet")
     expected = sorted(
@@ -95,7 +104,7 @@ def test_prom_values_match_the_parquet_samples(written: dict) -> None:
 
 
 def test_sacct_has_a_header_then_jobs_and_their_steps(
-    small: SimulatedCluster, written: dict
+    small: SimulatedCluster, written: Written
 ) -> None:
     lines = (written["out"] / "slurm" / "sacct.txt").read_text().splitlines()
     assert lines[0].split("|") == list(FIELDS)
@@ -137,7 +146,7 @@ def test_sacct_has_a_header_then_jobs_and_their_steps(
     assert any(":h100=" in r[17] for r in job_rows) and any("gres/gpu=" in r[17] for r in job_rows)
 
 
-def test_inventory_csvs_have_the_ddl_header(small: SimulatedCluster, written: dict) -> None:
+def test_inventory_csvs_have_the_ddl_header(small: SimulatedCluster, written: Written) -> None:
     for name in ("sites", "clusters", "nodes"):
         path = written["out"] / "inventory" / f"{name}.csv"
         header = path.read_text().splitlines()[0].replace('"', "").split(",")
@@ -149,7 +158,7 @@ def test_inventory_csvs_have_the_ddl_header(small: SimulatedCluster, written: di
     assert nodes["installed_at"][0].as_py().tzinfo is not None
 
 
-def test_parquet_round_trips_the_tables(small: SimulatedCluster, written: dict) -> None:
+def test_parquet_round_trips_the_tables(small: SimulatedCluster, written: Written) -> None:
     folder: Path = written["out"] / "parquet"
     for name, table in small.tables().items():
         assert pq.read_table(folder / f"{name}.parquet").equals(table), name
@@ -158,7 +167,7 @@ def test_parquet_round_trips_the_tables(small: SimulatedCluster, written: dict) 
     assert sum(pq.read_metadata(p).num_rows for p in parts) == small.sample_count
 
 
-def test_manifest_describes_the_run(small: SimulatedCluster, written: dict) -> None:
+def test_manifest_describes_the_run(small: SimulatedCluster, written: Written) -> None:
     manifest = json.loads((written["out"] / "manifest.json").read_text())
     assert manifest["config"]["gpus"] == small.config.gpus
     assert manifest["sample_count"] == small.sample_count

@@ -19,9 +19,15 @@ from .conftest import SMALL
 
 
 def _frame(samples: pa.Table) -> pl.DataFrame:
-    return pl.from_arrow(samples.drop_columns(["labels"])).with_columns(
-        pl.col("host", "uuid", "model", "metric").cast(pl.String)
-    )
+    frame = pl.from_arrow(samples.drop_columns(["labels"]))
+    assert isinstance(frame, pl.DataFrame)
+    return frame.with_columns(pl.col("host", "uuid", "model", "metric").cast(pl.String))
+
+
+def _float(value: object) -> float:
+    """A float column's aggregate (polars types them as any Python literal or None)."""
+    assert isinstance(value, float), value
+    return value
 
 
 @pytest.fixture(scope="module")
@@ -66,11 +72,11 @@ def test_power_stays_between_idle_and_tdp(frame: pl.DataFrame) -> None:
 
 def test_utilisation_is_an_integer_percentage_and_mostly_busy(frame: pl.DataFrame) -> None:
     util = _metric(frame, "DCGM_FI_DEV_GPU_UTIL")["value"]
-    assert util.min() == 0 and util.max() <= 100
+    assert util.min() == 0 and _float(util.max()) <= 100
     assert (util == util.round(0)).all()
-    assert 0.5 < (util > 0).mean() < 1.0
+    assert 0.5 < _float((util > 0).mean()) < 1.0
     sm = _metric(frame, "DCGM_FI_PROF_SM_ACTIVE")["value"]
-    assert sm.min() >= 0 and sm.max() <= 1
+    assert _float(sm.min()) >= 0 and _float(sm.max()) <= 1
 
 
 def test_busy_gpus_are_exactly_the_jobs_gpus(small: SimulatedCluster, frame: pl.DataFrame) -> None:
@@ -108,10 +114,10 @@ def test_energy_counter_rises_by_the_power_drawn(frame: pl.DataFrame) -> None:
         pl.col("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").diff().over("uuid").alias("mj"),
         pl.col("DCGM_FI_DEV_POWER_USAGE").shift(1).over("uuid").alias("watts_before"),
     ).drop_nulls("mj")
-    assert steps["mj"].min() > 0  # strictly monotone per GPU
+    assert _float(steps["mj"].min()) > 0  # strictly monotone per GPU
     # The counter grows by the power of the scrape before, held for one interval (W·s → mJ).
     expected = (steps["watts_before"] * SMALL.interval_s * 1000).round(0)
-    assert (steps["mj"] - expected).abs().max() <= 1
+    assert _float((steps["mj"] - expected).abs().max()) <= 1
 
 
 def test_temperatures_and_memory_follow_the_hardware(frame: pl.DataFrame) -> None:
@@ -130,7 +136,8 @@ def test_temperatures_and_memory_follow_the_hardware(frame: pl.DataFrame) -> Non
     idle = wide.filter(pl.col("DCGM_FI_DEV_GPU_UTIL") == 0)
     assert (idle["DCGM_FI_DEV_FB_USED"] == 0).all()
     assert (idle["DCGM_FI_PROF_NVLINK_TX_BYTES"] == 0).all()
-    assert wide["DCGM_FI_PROF_NVLINK_TX_BYTES"].max() > 1e10  # multi-GPU jobs talk over NVLink
+    nvlink_peak = _float(wide["DCGM_FI_PROF_NVLINK_TX_BYTES"].max())
+    assert nvlink_peak > 1e10  # multi-GPU jobs talk over NVLink
 
 
 def test_xid_gauge_shows_the_last_code() -> None:
@@ -177,8 +184,11 @@ def test_chunking_does_not_change_a_sample(
     assert all(len(b) <= 7 * len(tiny[0]) + 5 for b in odd)
 
     def canonical(table: pa.Table) -> pl.DataFrame:
-        frame = pl.from_arrow(table).with_columns(pl.col("uuid", "metric").cast(pl.String))
-        return frame.sort("ts", "metric", "uuid")
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)
+        return frame.with_columns(pl.col("uuid", "metric").cast(pl.String)).sort(
+            "ts", "metric", "uuid"
+        )
 
     whole = canonical(small_samples)
     for batches in (tiny, odd):
