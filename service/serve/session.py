@@ -44,6 +44,10 @@ class ClientGone(QueryCancelled):
     """The client went away before reading the whole result."""
 
 
+class Moved(QueryCancelled):
+    """Stopped so that its face runs it again elsewhere (off an event loop): not a failure."""
+
+
 class OutOfMemory(WankaError):
     """A query needed more memory than the server allows."""
 
@@ -132,9 +136,13 @@ class Session:
         try:
             result = self._run(sql, params, timeout_s, max_rows)
         except BaseException as error:
-            self._count(
-                "wanka_query_errors_total", "Queries that failed.", error=type(error).__name__
-            )
+            if isinstance(error, Moved):  # to be run again: counted as moved, not as failed
+                done = self._on_done(started)
+                if done is not None:
+                    done("moved")
+            else:
+                kind = type(error).__name__
+                self._count("wanka_query_errors_total", "Queries that failed.", error=kind)
             raise
         result.started, result.done = started, self._on_done(started)
         if result.rowcount is not None or result.statement in _DRAINED:
@@ -232,6 +240,11 @@ class Session:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def wrote(self) -> bool:
+        """Whether a statement that may change the database ran in this session."""
+        return self._wrote
+
     def close(self) -> None:
         """Stop what runs and release the cursor."""
         if self._closed:
@@ -320,8 +333,9 @@ class Session:
         except GeneratorExit:
             raise
         except BaseException as error:
-            gone = isinstance(self._why_interrupted, ClientGone)
-            outcome = "client gone" if gone else "error"
+            why = self._why_interrupted
+            gone = isinstance(why, ClientGone)
+            outcome = "client gone" if gone else "moved" if isinstance(why, Moved) else "error"
             raise self._translate(error) from None
         finally:
             self._stop_timer()
