@@ -198,7 +198,10 @@ def _summary(raw: str, top: int = 12) -> list[str]:
         total += n
         own[_short(frames[-1])] += n
         for frame in {_short(f) for f in frames}:
-            if frame.split(" (", 1)[-1].startswith(("service/", "warehouse/", "duckdb/")):
+            where = frame.split(" (", 1)[-1]
+            if where.startswith(("service/", "warehouse/", "duckdb/")) and not where.startswith(
+                ("service/cli.py", "service/commands/")
+            ):
                 inside[frame] += n
     if not total:
         return ["(no samples)"]

@@ -6,29 +6,34 @@ small query's time before running it: `SELECT 1` costs 420 µs of CPU as text an
 Through `routes_query.answer` on 32 threads, 1,500-1,700 queries/s became 2,050-2,130.
 
 A text is prepared the second time it runs (a text seen once — a literal inlined by pgwire —
-is never prepared), only without parameters, under a name no client chooses. DuckDB re-binds a
+is never prepared), only without parameters and outside an explicit transaction (a PREPARE that
+fails there would abort the client's transaction), under a name no client chooses. DuckDB re-binds a
 prepared statement when a table it reads changes, and evaluates now() and random() per
-execution, so EXECUTE answers what the text would. A statement that cannot be prepared (or a
-cursor that lost its prepared statements) runs as text. Each cursor keeps at most
-`PER_CURSOR` prepared statements; older ones are deallocated.
+execution, so EXECUTE answers what the text would. A statement that cannot be prepared runs as
+text. Each cursor keeps at most `PER_CURSOR` prepared statements, older ones deallocated; the
+names are kept by the cursor object itself (weakly), so a new cursor never inherits a closed
+one's.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from collections import OrderedDict
 
 import duckdb
 
 PER_CURSOR = 256
 _SEEN_MAX = 8192
-_CURSORS_MAX = 1024
 
 _lock = threading.Lock()
 _seen: OrderedDict[str, None] = OrderedDict()  # texts run at least once
 _unpreparable: set[str] = set()
-_names: OrderedDict[int, OrderedDict[str, str]] = OrderedDict()  # id(cursor) -> text -> name
+#: cursor -> text -> name; an entry goes with its cursor
+_names: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, OrderedDict[str, str]] = (
+    weakref.WeakKeyDictionary()
+)
 _counter = itertools.count()
 
 
@@ -44,11 +49,9 @@ def name_for(cur: duckdb.DuckDBPyConnection, text: str) -> str | None:
                 _seen.popitem(last=False)
             return None
         _seen.move_to_end(text)
-        mine = _names.get(id(cur))
+        mine = _names.get(cur)
         if mine is None:
-            mine = _names[id(cur)] = OrderedDict()
-            if len(_names) > _CURSORS_MAX:
-                _names.popitem(last=False)
+            mine = _names[cur] = OrderedDict()
         name = mine.get(text)
         if name is not None:
             mine.move_to_end(text)
@@ -75,10 +78,10 @@ def _prepare(cur: duckdb.DuckDBPyConnection, text: str, mine: OrderedDict[str, s
 
 
 def lost(cur: duckdb.DuckDBPyConnection, text: str) -> None:
-    """`cur` no longer has the statement `name_for` gave for `text` (a new cursor took the id
-    of a closed one): forget it, so the next run prepares it again."""
+    """`cur` no longer has the statement `name_for` gave for `text` (someone deallocated it):
+    forget it, so the next run prepares it again."""
     with _lock:
-        mine = _names.get(id(cur))
+        mine = _names.get(cur)
         if mine is not None:
             mine.pop(text, None)
 

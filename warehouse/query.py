@@ -38,20 +38,27 @@ def execute(
     params: Params = None,
     *,
     batch_rows: int = BATCH_ROWS,
+    prepare: bool = True,
 ) -> pa.RecordBatchReader:
     """Run `sql` (one or more statements) and stream the last statement's result.
 
     Earlier statements run for their effect; parameters bind to the last one. The reader must be
-    drained or closed before the cursor runs anything else.
+    drained or closed before the cursor runs anything else. `prepare`: whether a SELECT that runs
+    again may be prepared (not inside an explicit transaction, where a failed PREPARE would
+    abort it).
     """
     script = sql if isinstance(sql, Script) else parse(cur, sql)
     for statement in script.statements[:-1]:
-        run(cur, statement, None, batch_rows).read_all()  # SELECTs are lazy: run them too
-    return run(cur, script.last, params, batch_rows)
+        run(cur, statement, None, batch_rows, prepare).read_all()  # SELECTs are lazy: run them
+    return run(cur, script.last, params, batch_rows, prepare)
 
 
 def run(
-    cur: duckdb.DuckDBPyConnection, statement: Statement, params: Params, batch_rows: int
+    cur: duckdb.DuckDBPyConnection,
+    statement: Statement,
+    params: Params,
+    batch_rows: int,
+    prepare: bool = True,
 ) -> pa.RecordBatchReader:
     """One statement's result as an Arrow stream (an empty one for statements without rows)."""
     try:
@@ -60,7 +67,7 @@ def run(
             return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
         if DIRECT and statement.type == "SELECT":
             values = list(params) if isinstance(params, Sequence) else params
-            return _select(cur, statement.text, values or None, batch_rows)
+            return _select(cur, statement.text, values or None, batch_rows, prepare)
         relation = cur.sql(statement.parsed or statement.text, params=params)
         if relation is None:
             return pa.RecordBatchReader.from_batches(pa.schema([]), [])
@@ -74,10 +81,11 @@ def _select(
     text: str,
     values: list[Any] | dict[str, Any] | None,
     batch_rows: int,
+    prepare: bool,
 ) -> pa.RecordBatchReader:
     """A SELECT as a stream: EXECUTE of its prepared statement when it runs again
     (`warehouse.prepared`), else the text."""
-    name = prepared.name_for(cur, text) if values is None else None
+    name = prepared.name_for(cur, text) if values is None and prepare else None
     if name is not None:
         try:
             reader: pa.RecordBatchReader = cur._submit(

@@ -174,7 +174,7 @@ class Session:
             self.writes.acquire(self, limit_s)  # see service/serve/writes.py
         self._start_timer(limit_s)
         try:
-            reader = execute(self.cursor, script, params)
+            reader = execute(self.cursor, script, params, prepare=not self._in_transaction)
         except BaseException as error:
             self._stop_timer()
             self._after_write(writing)

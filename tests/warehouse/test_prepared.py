@@ -101,3 +101,48 @@ def test_each_cursor_keeps_at_most_per_cursor_statements(
     with pytest.raises(duckdb.BinderException, match="does not exist"):
         cur.execute(f"EXECUTE {names[0]}")  # the oldest was deallocated
     assert cur.execute(f"EXECUTE {names[2]}").fetchall() == [(2,)]
+
+
+def test_names_follow_the_cursor_not_its_address(cur: duckdb.DuckDBPyConnection) -> None:
+    """A new cursor in a closed one's memory (same id()) has none of its prepared statements."""
+    import gc
+
+    with Engine(":memory:") as engine:
+        sql = fresh("SELECT 5 AS five")
+        reused = False
+        for _ in range(50):
+            old = engine.cursor()
+            rows(old, sql)
+            rows(old, sql)
+            address = id(old)
+            old.close()
+            del old
+            gc.collect()
+            new = engine.cursor()
+            reused = id(new) == address
+            if reused:
+                new.execute("BEGIN TRANSACTION")  # where a missing statement would abort it
+                assert rows(new, sql) == [{"five": 5}]
+                new.execute("COMMIT")
+                new.close()
+                break
+            new.close()
+        assert reused, "CPython never reused the cursor's memory: the case was not exercised"
+
+
+def test_a_session_prepares_nothing_inside_a_transaction(cur: duckdb.DuckDBPyConnection) -> None:
+    from service.serve.session import Session
+    from tests.warehouse.test_script import CountingCursor
+    from warehouse.security.users import User
+
+    sql = fresh("SELECT 6 AS six")
+    counting = CountingCursor(cur)
+    with Session(counting, User("ann", "admin")) as session:  # type: ignore[arg-type]
+        session.run("BEGIN")
+        for _ in range(3):
+            assert session.run(sql).reader.read_all().to_pylist() == [{"six": 6}]
+        session.run("COMMIT")
+        assert counting.calls["execute"] == 0  # no PREPARE: transaction control runs as text
+        for _ in range(3):
+            assert session.run(sql).reader.read_all().to_pylist() == [{"six": 6}]
+        assert counting.calls["execute"] == 1  # outside it, the PREPARE of its second run

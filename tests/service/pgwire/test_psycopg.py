@@ -327,3 +327,15 @@ def test_pgwire_queries_are_counted_in_metrics_as_http_ones_are(served: Served) 
     assert _counted(served, failed) - before_failed == 1
     histogram = 'wanka_query_duration_seconds_count{face="pgwire"}'
     assert _counted(served, histogram) >= 3
+
+
+def test_a_repeated_select_in_transactions_of_new_connections(served: Served) -> None:
+    """Texts that run again are prepared per cursor: a new connection (its cursor maybe taking
+    a closed one's place in memory) must never EXECUTE a statement it does not have, and a
+    transaction is never where the preparing happens (a failed PREPARE would abort it)."""
+    for _ in range(6):
+        with psycopg.connect(served.dsn()) as conn:  # not autocommit: psycopg opens a transaction
+            for _ in range(3):
+                row = conn.execute("SELECT count(*) FROM pg_types_probe").fetchone()
+                assert row == (3,)
+            conn.rollback()
