@@ -70,6 +70,8 @@ def wrk(
     url: str, body: str, authorization: str, clients: int, seconds: float
 ) -> tuple[float, float, float, int]:
     """POST `body` to `url` from `clients` connections for `seconds` (wrk, 2 threads)."""
+    if shutil.which("wrk") is None:
+        raise SystemExit("the trivial-query load needs wrk: apt-get install wrk (Debian)")
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(WRK_SCRIPT.format(body=body, authorization=authorization))
     try:

@@ -2,8 +2,9 @@
 
 `server.Server` owns the one `Engine` of the process (locked down for user SQL), checks
 credentials, hands out one `session.Session` per client — `run(sql)` = parse once, authorize,
-run under a time limit (`watchdog`) and a row cap — and runs the refresh scheduler. Writes and
-refreshes take turns through `writes.WriteGate`; `throttle` slows password guessers on both
-faces; `metrics` is the Prometheus text of /metrics, counting queries from every face;
-`memory` keeps the process's memory bounded under many threads.
+run under a time limit (`watchdog`) and a row cap, in a turn at `gate` (a few queries' Python at
+once) — and runs the refresh scheduler. Writes and refreshes take turns through
+`writes.WriteGate`; `throttle` slows password guessers on both faces; `metrics` is the
+Prometheus text of /metrics, counting queries from every face; `memory` keeps the process's
+memory bounded under many threads.
 """
