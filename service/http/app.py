@@ -11,7 +11,15 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from service.http import fastpath, routes_catalog, routes_ingest, routes_query, routes_web, workers
+from service.http import (
+    fastpath,
+    quick,
+    routes_catalog,
+    routes_ingest,
+    routes_query,
+    routes_web,
+    workers,
+)
 from service.serve.server import Server
 from service.serve.session import OutOfMemory, QueryCancelled, QueryTimeout
 from warehouse.errors import UserError, WankaError
@@ -50,6 +58,7 @@ def create_app(server: Server, *, open_locally: bool = False, pgwire: bool = Fal
     app.state.server = server
     app.state.open_locally = open_locally
     app.state.pgwire = pgwire
+    app.state.loop_share = quick.LoopShare()  # quick queries' share of the loop (quick.py)
     for router in (routes_query.router, routes_catalog.router, routes_ingest.router):
         app.include_router(router)
     app.include_router(routes_web.router)  # the browser face: /, /report, /v1/analyses

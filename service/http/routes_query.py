@@ -14,7 +14,7 @@ from fastapi.responses import Response, StreamingResponse
 from service.http.auth import current_user
 from service.http.fastpath import parse
 from service.http.models import Error, Format, QueryRequest, QueryResponse
-from service.http.quick import LOOP_S, QUICK
+from service.http.quick import LOOP_S, QUICK, LoopShare
 from service.http.stream import MEDIA_TYPES, RENDERERS, read_head
 from service.http.workers import off_loop
 from service.serve.server import Server
@@ -112,9 +112,12 @@ async def fast_query(request: Request, body: bytes) -> Response | None:
         return None
     user = await current_user(request)
     server = request.app.state.server
-    if query.sql in QUICK and (query.timeout_s is None or query.timeout_s > LOOP_S):
+    share: LoopShare = request.app.state.loop_share
+    quick = query.sql in QUICK and (query.timeout_s is None or query.timeout_s > LOOP_S)
+    if quick and share.allows():
         try:
-            return answer(server, user, query, on_loop=True)
+            with share.running():
+                return answer(server, user, query, on_loop=True)
         except Moved:
             QUICK.forget(query.sql)  # slower than it was: run it again where it may take long
     return await off_loop(request, answer, server, user, query)

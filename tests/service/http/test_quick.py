@@ -85,6 +85,46 @@ def test_a_quick_text_that_slows_down_is_moved_to_the_pool_and_answered(
     assert metrics.count("QueryTimeout") + metrics.count('error="Moved"') == errors_before
 
 
+def test_a_quick_text_goes_to_the_pool_while_the_loops_share_is_spent(
+    served: Served, pool_runs: list[str]
+) -> None:
+    sql = fresh("SELECT 41 + 1 AS answer")
+    quick.QUICK.noted(sql, 0.0)
+    state = served.client.app.state  # type: ignore[attr-defined]
+    kept = state.loop_share
+    try:
+        state.loop_share = quick.LoopShare(window_s=3600, share_s=0)
+        assert post(served, sql)["rows"] == [[42]]
+        assert pool_runs == [sql] and sql in quick.QUICK  # still quick: the loop was only busy
+    finally:
+        state.loop_share = kept
+    assert post(served, sql)["rows"] == [[42]]
+    assert pool_runs == [sql]  # on the loop again
+
+
+def test_quick_queries_get_at_most_their_share_of_the_loop() -> None:
+    now = [100.0]
+    share = quick.LoopShare(window_s=0.02, share_s=0.01, clock=lambda: now[0])
+    busy = 0.0
+    for _ in range(1000):  # 1 ms queries asking back to back, 0.1 ms apart
+        if share.allows():
+            with share.running():
+                now[0] += 0.001
+            busy += 0.001
+        now[0] += 0.0001
+    elapsed = now[0] - 100.0
+    # half the loop's time, plus the first 10 ms of credit, give or take one query
+    assert elapsed / 2 - 0.002 <= busy <= elapsed / 2 + 0.011, (busy, elapsed)
+    now[0] += 1.0  # a quiet loop: the credit is whole again, and no more than that
+    assert share.allows()
+    with share.running():
+        now[0] += 0.05  # one query 40 ms past the credit: 15 ms of debt (it accrued 25)...
+    now[0] += 0.029  # ...which the loop pays off in 30 ms serving the others
+    assert not share.allows()
+    now[0] += 0.002
+    assert share.allows()
+
+
 def _value(metrics: str, series: str) -> float:
     for line in metrics.splitlines():
         name, _, value = line.rpartition(" ")
