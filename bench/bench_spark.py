@@ -39,6 +39,7 @@ from warehouse.engines.refresh import refresh_lake
 from warehouse.engines.spark import SparkEngine, spark_session
 from warehouse.lake.export import export_lake
 from warehouse.lake.layout import read_definitions
+from warehouse.query import execute
 
 HOSTS, GPUS, FIELDS = 1250, 8, 5
 METRICS = (
@@ -57,7 +58,8 @@ def fill(engine: Engine, rows: int, offset_scrapes: int = 0, interval_s: int = 3
     scrapes = max(1, rows // per_scrape)
     cur = engine.cursor()
     metrics = "['" + "', '".join(METRICS) + "']"
-    cur.execute(
+    execute(
+        cur,
         f"""
         INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value)
         SELECT TIMESTAMPTZ '2026-11-01 00:00:00+00'
@@ -70,8 +72,8 @@ def fill(engine: Engine, rows: int, offset_scrapes: int = 0, interval_s: int = 3
                CASE i % {FIELDS} WHEN 4 THEN CASE WHEN hash(i) % 5000 = 0 THEN 79 ELSE 0 END
                     ELSE (hash(i) % 1000) / 10.0 END
         FROM range({scrapes * per_scrape}) AS t(i)
-        """
-    )
+        """,
+    ).read_all()
     if offset_scrapes == 0:
         cur.execute(
             f"""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from warehouse import telemetry
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.engine import Engine
 from warehouse.ingest import ReadOptions, ingest
@@ -132,7 +133,7 @@ def build_demo(
     with engine.transaction() as cur:
         cur.execute("DELETE FROM wanka.settings WHERE key = 'demo_config'")
         for table in DEMO:
-            cur.execute(f'DELETE FROM "{table}"')
+            telemetry.clear(cur, table)
     total = cluster.sample_count
     with tempfile.TemporaryDirectory(prefix="wanka-demo-") as folder:
         write_formats(cluster, Path(folder), kinds=("inventory", "slurm", "parquet"))

@@ -21,9 +21,14 @@ def list_tables(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     rows = cur.execute(
         "SELECT schema_name, table_name, estimated_size, 'table' FROM duckdb_tables() "
         "WHERE database_name = current_database() AND schema_name IN ('main', 'wanka') "
-        "UNION ALL SELECT schema_name, view_name, NULL, 'view' FROM duckdb_views() "
-        "WHERE database_name = current_database() AND schema_name IN ('main', 'wanka') "
-        "AND NOT internal ORDER BY 1, 2"
+        # gpu_metrics is a view over the samples (sql/schema/0012): a table to its readers
+        "UNION ALL SELECT v.schema_name, v.view_name, t.estimated_size, "
+        "CASE WHEN t.table_name IS NULL THEN 'view' ELSE 'table' END FROM duckdb_views() v "
+        "LEFT JOIN duckdb_tables() t ON v.schema_name = 'main' AND v.view_name = 'gpu_metrics' "
+        "AND t.database_name = v.database_name AND t.schema_name = 'wanka' "
+        "AND t.table_name = 'gpu_samples' "
+        "WHERE v.database_name = current_database() AND v.schema_name IN ('main', 'wanka') "
+        "AND NOT v.internal ORDER BY 1, 2"
     ).fetchall()
     columns = _columns(cur)
     found = []

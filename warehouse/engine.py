@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from udfs import registry
-from warehouse import catalog
+from warehouse import catalog, telemetry
 from warehouse.errors import DatabaseLocked, SchemaTooNew, UserError, one_line
 
 DEFAULT_DB = "wanka.duckdb"
@@ -313,7 +313,12 @@ def _quote_table(table: str) -> str:
 def insert_arrow(
     cur: duckdb.DuckDBPyConnection, table: str, data: pa.Table | pa.RecordBatchReader
 ) -> int:
-    """INSERT ... BY NAME from an Arrow table or stream; columns it lacks take their defaults."""
+    """INSERT ... BY NAME from an Arrow table or stream; columns it lacks take their defaults.
+
+    Rows for gpu_metrics (a view over the series and samples) go through `warehouse.telemetry`.
+    """
+    if telemetry.is_view(table):
+        return telemetry.insert(cur, data)
     view = f"_wanka_insert_{threading.get_ident()}"
     cur.register(view, data)
     try:

@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from warehouse import prepared
+from warehouse import prepared, telemetry_dml
 from warehouse.dynamic import statements as dynamic
 from warehouse.errors import sql_error
 from warehouse.script import Script, Statement, parse
@@ -27,6 +27,9 @@ from warehouse.script import Script, Statement, parse
 BATCH_ROWS = 65_536
 
 Params = Sequence[Any] | dict[str, Any] | None
+
+#: Statement types that may write gpu_metrics, a view whose writes `telemetry_dml` runs.
+_DML = frozenset({"INSERT", "UPDATE", "DELETE"})
 
 #: Whether this DuckDB exposes the statement runner under its relation layer.
 DIRECT = hasattr(duckdb.DuckDBPyConnection, "_submit")
@@ -64,6 +67,10 @@ def run(
     try:
         if statement.dynamic is not None:
             table = dynamic.run(cur, statement.dynamic)
+            return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+        if statement.type in _DML and telemetry_dml.targets_view(statement.reads.target):
+            count = telemetry_dml.run(cur, statement.text, params)
+            table = pa.table({"Count": pa.array([count], pa.int64())})
             return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
         if DIRECT and statement.type == "SELECT":
             values = list(params) if isinstance(params, Sequence) else params

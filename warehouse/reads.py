@@ -118,6 +118,8 @@ def statement_reads(sql: str, kind: str) -> Reads:
             tables.add((table.catalog, table.db, table.name))
     calls = frozenset(function_name(f) for f in tree.find_all(exp.Func))
     target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    if isinstance(tree, exp.TruncateTable) and tree.expressions:
+        target = tree.expressions[0]
     written = (target.db, target.name) if isinstance(target, exp.Table) else None
     return Reads(
         frozenset(tables),

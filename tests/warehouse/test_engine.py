@@ -33,7 +33,10 @@ def test_db_path_option_then_env_then_default(monkeypatch: pytest.MonkeyPatch) -
 def test_fresh_file_gets_every_table_and_the_latest_version(db_path: Path) -> None:
     with Engine(str(db_path)) as eng:
         tables = set(
-            eng.con.sql("SELECT schema_name || '.' || table_name FROM duckdb_tables()").fetchall()
+            eng.con.sql(
+                "SELECT schema_name || '.' || table_name FROM duckdb_tables() UNION ALL "
+                "SELECT schema_name || '.' || view_name FROM duckdb_views() WHERE NOT internal"
+            ).fetchall()
         )
         names = {t for (t,) in tables}
         for table in (*BASE_TABLES, "gpu_models", "nic_models"):

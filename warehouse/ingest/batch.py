@@ -55,7 +55,9 @@ def read_context(engine: Engine) -> ReadContext:
     try:
         tables = cur.sql(
             "SELECT schema_name, table_name FROM duckdb_tables() "
-            "WHERE database_name = current_database() AND schema_name = 'main'"
+            "WHERE database_name = current_database() AND schema_name = 'main' "
+            "UNION ALL SELECT schema_name, view_name FROM duckdb_views() "  # gpu_metrics
+            "WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal"
         ).fetchall()
         names = dict(
             cur.sql(

@@ -25,8 +25,11 @@ SELECT table_oid::BIGINT AS oid, table_name AS relname, schema_oid::BIGINT AS re
        NULL::VARCHAR[] AS relacl, NULL::VARCHAR[] AS reloptions, NULL AS relpartbound
 FROM duckdb_tables() WHERE database_name = 'warehouse'
 UNION ALL
+-- gpu_metrics is a view over the series and samples (sql/schema/0012): a table to clients
 SELECT view_oid, view_name, schema_oid, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, false, false,
-       CASE WHEN temporary THEN 't' ELSE 'p' END, 'v', column_count, 0, false, false, true,
+       CASE WHEN temporary THEN 't' ELSE 'p' END,
+       CASE WHEN schema_name = 'main' AND view_name = 'gpu_metrics' THEN 'r' ELSE 'v' END,
+       column_count, 0, false, false, true,
        false, false, false, false, true, 'd', false, 0, 0, 0, NULL, NULL, NULL
 FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
 UNION ALL
@@ -356,8 +359,11 @@ SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS ta
        'YES' AS is_insertable_into, 'NO' AS is_typed, NULL::VARCHAR AS commit_action
 FROM duckdb_tables() WHERE database_name = 'warehouse'
 UNION ALL
-SELECT 'wanka', memory.pg_compat.schema_name(schema_name), view_name, 'VIEW', NULL, NULL, NULL,
-       NULL, NULL, 'NO', 'NO', NULL
+SELECT 'wanka', memory.pg_compat.schema_name(schema_name), view_name,
+       CASE WHEN schema_name = 'main' AND view_name = 'gpu_metrics' THEN 'BASE TABLE' ELSE 'VIEW' END,
+       NULL, NULL, NULL, NULL, NULL,
+       CASE WHEN schema_name = 'main' AND view_name = 'gpu_metrics' THEN 'YES' ELSE 'NO' END, 'NO',
+       NULL
 FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
 
 -- view: information_schema.views
@@ -366,6 +372,7 @@ SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS ta
        'NO' AS is_updatable, 'NO' AS is_insertable_into, 'NO' AS is_trigger_updatable,
        'NO' AS is_trigger_deletable, 'NO' AS is_trigger_insertable_into
 FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
+    AND NOT (schema_name = 'main' AND view_name = 'gpu_metrics')
 
 -- view: information_schema.columns
 SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS table_schema,

@@ -19,11 +19,12 @@ DAILY = (
 
 
 def _insert(eng: Engine, start_min: int, count: int) -> None:
-    eng.con.execute(
+    execute(
+        eng.con,
         "INSERT INTO gpu_metrics (ts, host, metric, value) SELECT TIMESTAMPTZ '2026-11-01' + "
         "to_minutes(CAST($s + i * 7 AS BIGINT)), 'h' || i % 3, 'P', i FROM range($n) t(i)",
         {"s": start_min, "n": count},
-    )
+    ).read_all()
 
 
 def _rows(eng: Engine, sql: str) -> list[tuple[object, ...]]:

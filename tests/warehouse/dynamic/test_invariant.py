@@ -80,15 +80,17 @@ def _apply(eng: Engine, action: str, arg: object) -> None:
     con = eng.con
     if action == "insert" and arg:
         assert isinstance(arg, list)
-        con.executemany(
-            "INSERT INTO gpu_metrics (ts, host, metric, value) VALUES "
-            "(TIMESTAMPTZ '2026-11-01' + to_minutes(?), coalesce(?, 'z'), ?, ?)",
-            [list(r) for r in arg],
+        values = ", ".join(
+            "(TIMESTAMPTZ '2026-11-01' + to_minutes(?), coalesce(?, 'z'), ?, ?)" for _ in arg
         )
+        params = [v for r in arg for v in r]
+        execute(
+            con, f"INSERT INTO gpu_metrics (ts, host, metric, value) VALUES {values}", params
+        ).read_all()
     elif action == "delete":
-        con.execute("DELETE FROM gpu_metrics WHERE value < ?", [arg])
+        execute(con, "DELETE FROM gpu_metrics WHERE value < ?", [arg]).read_all()
     elif action == "update":
-        con.execute("UPDATE gpu_metrics SET value = value + 1 WHERE value > ?", [arg])
+        execute(con, "UPDATE gpu_metrics SET value = value + 1 WHERE value > ?", [arg]).read_all()
     elif action == "node":
         assert isinstance(arg, tuple)
         place_node(con, *arg)
@@ -123,7 +125,7 @@ def test_incremental_refresh_equals_the_query(
     cur = eng.cursor()
     for table in ("dt", "up"):
         execute(cur, f"DROP DYNAMIC TABLE IF EXISTS {table}").read_all()
-    con.execute("DELETE FROM gpu_metrics")
+    execute(con, "DELETE FROM gpu_metrics").read_all()
     con.execute("DELETE FROM nodes")
     query = QUERIES[kind]
     mode = "incremental"

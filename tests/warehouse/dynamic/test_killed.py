@@ -43,11 +43,11 @@ def snapshot(eng: Engine, sql: str) -> list[tuple[object, ...]]:
 
 def test_killed_refresh_leaves_previous_state(db_path: Path) -> None:
     with Engine(str(db_path)) as eng:
-        eng.con.execute(SEED.format(hosts=3))
+        execute(eng.con, SEED.format(hosts=3)).read_all()
         cur = eng.cursor()
         execute(cur, f"CREATE DYNAMIC TABLE hh WITH (freshness = '1 hour') AS {ROLLUP}").read_all()
         cur.close()
-        eng.con.execute(SEED.format(hosts=5))
+        execute(eng.con, SEED.format(hosts=5)).read_all()
         before = snapshot(eng, "SELECT * FROM hh")
         info = eng.con.sql("SELECT watermark FROM wanka.dynamic_tables").fetchall()
     done = subprocess.run([sys.executable, "-c", KILLER, str(db_path)], timeout=120)

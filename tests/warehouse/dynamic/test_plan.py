@@ -17,6 +17,7 @@ from tests.warehouse.dynamic.golden import Case, load_cases
 from warehouse.dynamic.plan import Aggregate, Append, Full, Groups, Plan, parse_select, plan_query
 from warehouse.dynamic.plan.kinds import VERSION, Recompute, from_json, to_json
 from warehouse.engine import Engine
+from warehouse.query import execute
 
 CASES = load_cases("plan.sql")
 
@@ -24,11 +25,12 @@ CASES = load_cases("plan.sql")
 @pytest.fixture(scope="module")
 def eng() -> Iterator[Engine]:
     with Engine(":memory:") as engine:
-        engine.con.execute(
+        execute(
+            engine.con,
             "INSERT INTO gpu_metrics (ts, host, metric, value) "
             "SELECT TIMESTAMPTZ '2026-11-01' + i * INTERVAL 7 MINUTE, 'h' || i % 3, "
-            "CASE WHEN i % 2 = 0 THEN 'U' ELSE 'P' END, i FROM range(50) t(i)"
-        )
+            "CASE WHEN i % 2 = 0 THEN 'U' ELSE 'P' END, i FROM range(50) t(i)",
+        ).read_all()
         engine.con.execute(
             "INSERT INTO nodes (host, cluster, gpu_model) "
             "SELECT 'h' || i, 'c' || i % 2, 'H100' FROM range(3) t(i)"

@@ -41,7 +41,7 @@ def same_as_query(eng: Engine, query: str) -> bool:
 @pytest.fixture
 def eng(db_path: Path) -> Engine:
     engine = Engine(str(db_path))
-    engine.con.execute(SEED)
+    execute(engine.con, SEED).read_all()
     return engine
 
 
@@ -53,7 +53,9 @@ def create(eng: Engine, query: str, plan: str) -> None:
 def test_most_groups_appended_to_refresh_fully(eng: Engine) -> None:
     create(eng, GROUPS, "groups")
     most = HOSTS * 3 // 4  # 900 of 1,200 hosts get a row, 10 hosts a new group
-    eng.con.execute(SEED.replace(f"range({HOSTS})", f"range({HOSTS - most + 10}, {HOSTS + 10})"))
+    execute(
+        eng.con, SEED.replace(f"range({HOSTS})", f"range({HOSTS - most + 10}, {HOSTS + 10})")
+    ).read_all()
     done = rows(eng, "REFRESH DYNAMIC TABLE t")[0]
     assert done["refresh_mode"] == "full"
     assert done["reason"] == (
@@ -72,7 +74,7 @@ def test_most_groups_appended_to_refresh_fully(eng: Engine) -> None:
 
 def test_few_groups_appended_to_are_recomputed(eng: Engine) -> None:
     create(eng, GROUPS, "groups")
-    eng.con.execute(SEED.replace(f"range({HOSTS})", "range(10)"))
+    execute(eng.con, SEED.replace(f"range({HOSTS})", "range(10)")).read_all()
     done = rows(eng, "REFRESH DYNAMIC TABLE t")[0]
     assert (done["refresh_mode"], done["rows_inserted"], done["rows_deleted"]) == (
         "incremental",
@@ -84,7 +86,9 @@ def test_few_groups_appended_to_are_recomputed(eng: Engine) -> None:
 
 def test_aggregate_update_of_most_groups_rebuilds_the_state(eng: Engine) -> None:
     create(eng, AGGREGATE, "aggregate")
-    eng.con.execute(f"UPDATE gpu_metrics SET value = value + 1 WHERE value >= {HOSTS // 4}")
+    execute(
+        eng.con, f"UPDATE gpu_metrics SET value = value + 1 WHERE value >= {HOSTS // 4}"
+    ).read_all()
     done = rows(eng, "REFRESH DYNAMIC TABLE t")[0]
     most = HOSTS - HOSTS // 4
     assert done["refresh_mode"] == "full"
@@ -94,18 +98,20 @@ def test_aggregate_update_of_most_groups_rebuilds_the_state(eng: Engine) -> None
     assert same_as_query(eng, AGGREGATE)
     # the state was rebuilt by the full refresh: a later update of a few groups, recomputed
     # from it, still gives the query's result
-    eng.con.execute("UPDATE gpu_metrics SET value = value + 1 WHERE value < 5")
+    execute(eng.con, "UPDATE gpu_metrics SET value = value + 1 WHERE value < 5").read_all()
     done = rows(eng, "REFRESH DYNAMIC TABLE t")[0]
     assert done["refresh_mode"] == "incremental" and "recomputed the 5 groups" in done["reason"]
-    eng.con.execute(SEED.replace(f"range({HOSTS})", "range(3)"))
+    execute(eng.con, SEED.replace(f"range({HOSTS})", "range(3)")).read_all()
     assert rows(eng, "REFRESH DYNAMIC TABLE t")[0]["refresh_mode"] == "incremental"
     assert same_as_query(eng, AGGREGATE)
 
 
 def test_small_tables_stay_incremental(eng: Engine) -> None:
-    eng.con.execute("DELETE FROM gpu_metrics WHERE value >= 20")
+    execute(eng.con, "DELETE FROM gpu_metrics WHERE value >= 20").read_all()
     create(eng, GROUPS, "groups")
-    eng.con.execute(SEED.replace(f"range({HOSTS})", "range(20)"))  # every group affected
+    execute(
+        eng.con, SEED.replace(f"range({HOSTS})", "range(20)")
+    ).read_all()  # every group affected
     done = rows(eng, "REFRESH DYNAMIC TABLE t")[0]
     assert done["refresh_mode"] == "incremental"
     assert same_as_query(eng, GROUPS)

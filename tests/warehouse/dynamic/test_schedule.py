@@ -34,7 +34,7 @@ T0 = datetime.now(UTC).replace(microsecond=0) + timedelta(days=1)
 @pytest.fixture
 def cur(db_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     with Engine(str(db_path)) as eng:
-        eng.con.execute(SEED)
+        execute(eng.con, SEED).read_all()
         cursor = eng.cursor()
         try:
             yield cursor
@@ -97,7 +97,7 @@ def test_a_chain_refreshes_in_dependency_order_at_one_data_timestamp(
     create(cur, "zz_hourly", "1 hour", "SELECT host, sum(value) AS v FROM gpu_metrics GROUP BY ALL")
     create(cur, "aa_total", "5 minutes", "SELECT sum(v) AS total FROM zz_hourly")
     run_due(cur, T0)
-    cur.execute(SEED)
+    execute(cur, SEED).read_all()
     at = T0 + timedelta(minutes=5)  # only aa_total is due; what it reads comes along
     done = run_due(cur, at)
     assert names(done) == ["zz_hourly", "aa_total"]
@@ -122,7 +122,7 @@ def test_failure_backs_off_marks_readers_and_recovers(cur: duckdb.DuckDBPyConnec
     create(cur, "reader2", "downstream", "SELECT n FROM reader")
     create(cur, "other", "5 minutes", "SELECT count(*) AS n FROM gpu_metrics")
     run_due(cur, T0)
-    cur.execute(BAD_ROW)
+    execute(cur, BAD_ROW).read_all()
     t1 = T0 + timedelta(minutes=10)
     done = {o.name: o for o in run_due(cur, t1)}
     failed = done["fragile"]
@@ -153,7 +153,7 @@ def test_failure_backs_off_marks_readers_and_recovers(cur: duckdb.DuckDBPyConnec
     [named] = run_due(cur, t2 + timedelta(seconds=1), name="fragile")
     assert isinstance(named, Failed) and named.failures == 3
 
-    cur.execute("DELETE FROM gpu_metrics WHERE metric = 'oops'")
+    execute(cur, "DELETE FROM gpu_metrics WHERE metric = 'oops'").read_all()
     t3 = t2 + timedelta(minutes=5)
     recovered = {o.name: o for o in run_due(cur, t3)}
     assert all(isinstance(recovered[n], RefreshResult) for n in ("fragile", "reader", "reader2"))
@@ -175,11 +175,11 @@ def test_backoff_doubles_up_to_an_hour() -> None:
 
 def test_wanka_refresh_prints_one_line_per_table(db_path: Path) -> None:
     with Engine(str(db_path)) as eng:
-        eng.con.execute(SEED)
+        execute(eng.con, SEED).read_all()
         cur = eng.cursor()
         create(cur, "good", "5 minutes", "SELECT host, count(*) AS n FROM gpu_metrics GROUP BY ALL")
         create(cur, "fragile", "5 minutes", FRAGILE)
-        cur.execute(BAD_ROW)
+        execute(cur, BAD_ROW).read_all()
         cur.close()
     nothing = run_wanka("--db", str(db_path), "refresh")
     assert nothing.returncode == 0, nothing.stderr
@@ -228,7 +228,7 @@ def test_a_failed_refresh_is_recorded_the_same_way_from_sql_and_the_scheduler(
     """One failure path: state, error, failure count, backoff, readers and one history row."""
     create(cur, "fragile", "1 hour", FRAGILE)
     create(cur, "reader", "1 hour", "SELECT host, sum(m) AS m FROM fragile GROUP BY host")
-    cur.execute(BAD_ROW)
+    execute(cur, BAD_ROW).read_all()
     if face == "sql":
         with pytest.raises(WankaError, match="refresh of dynamic table fragile failed"):
             execute(cur, "REFRESH DYNAMIC TABLE fragile").read_all()
@@ -247,7 +247,7 @@ def test_a_scheduled_refresh_writes_its_history_row_once_at_the_runs_timestamp(
     cur: duckdb.DuckDBPyConnection,
 ) -> None:
     create(cur, "rollup", "1 hour", FRAGILE)
-    cur.execute(SEED)
+    execute(cur, SEED).read_all()
     (done,) = run_due(cur, T0, name="rollup")
     assert isinstance(done, RefreshResult) and done.data_timestamp == T0
     stamps = cur.execute(

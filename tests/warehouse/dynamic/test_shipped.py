@@ -82,11 +82,12 @@ def test_shipped_tables_follow_new_data_through_the_scheduler(demo: Path) -> Non
     with Engine(str(demo)) as eng:
         cur = eng.cursor()
         # another 90 minutes of telemetry and jobs, shifted past the simulated window
-        cur.execute(
+        execute(
+            cur,
             "INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value, labels) "
             "SELECT ts + INTERVAL 90 MINUTE, host, gpu, uuid, model, metric, value + 1, labels "
-            "FROM gpu_metrics"
-        )
+            "FROM gpu_metrics",
+        ).read_all()
         cur.execute(
             "INSERT INTO jobs (job_id, account, start_at, gpus, elapsed_s) "
             "SELECT job_id || '_again', account, start_at + INTERVAL 1 DAY, gpus, elapsed_s "

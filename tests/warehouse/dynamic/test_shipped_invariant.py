@@ -77,9 +77,9 @@ def apply(eng: Engine, action: str, arg: object) -> None:
     elif action == "node_delete":
         con.execute("DELETE FROM nodes WHERE host = ?", [arg])
     elif action == "samples_delete":
-        con.execute("DELETE FROM gpu_metrics WHERE value > ?", [arg])
+        execute(con, "DELETE FROM gpu_metrics WHERE value > ?", [arg]).read_all()
     elif action == "samples_update":
-        con.execute("UPDATE gpu_metrics SET value = value / 2 WHERE value > ?", [arg])
+        execute(con, "UPDATE gpu_metrics SET value = value / 2 WHERE value > ?", [arg]).read_all()
 
 
 def rows(eng: Engine, sql: str) -> list[tuple[object, ...]]:
@@ -97,7 +97,7 @@ def rows(eng: Engine, sql: str) -> list[tuple[object, ...]]:
 @given(steps=st.lists(step, min_size=1, max_size=8))
 def test_every_shipped_table_equals_its_query(eng: Engine, steps: list[tuple[str, object]]) -> None:
     for table in ("gpu_metrics", "jobs", "nodes"):
-        eng.con.execute(f"DELETE FROM {table}")
+        execute(eng.con, f"DELETE FROM {table}").read_all()
     cur = eng.cursor()
     for name in SHIPPED:  # start from the empty state, as any other refresh would
         execute(cur, f"REFRESH DYNAMIC TABLE {name}").read_all()

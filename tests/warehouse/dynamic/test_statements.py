@@ -36,7 +36,7 @@ def rows(eng: Engine, sql: str) -> list[dict[str, Any]]:
 @pytest.fixture
 def eng(db_path: Path) -> Engine:
     engine = Engine(str(db_path))
-    engine.con.execute(SEED)
+    execute(engine.con, SEED).read_all()
     return engine
 
 
@@ -46,7 +46,7 @@ def test_create_refresh_alter_drop(eng: Engine) -> None:
     assert rows(eng, "SELECT count(*) AS n FROM hh") == rows(
         eng, f"SELECT count(*) AS n FROM ({ROLLUP})"
     )
-    eng.con.execute(SEED)
+    execute(eng.con, SEED).read_all()
     done = rows(eng, "REFRESH DYNAMIC TABLE hh")[0]
     assert done["refresh_mode"] == "incremental" and done["rows_inserted"] > 0
     assert rows(eng, f"SELECT * FROM hh EXCEPT {ROLLUP}") == []
@@ -75,7 +75,7 @@ def test_a_script_mixes_dynamic_and_plain_statements(eng: Engine) -> None:
 
 def test_update_or_delete_recomputes_the_affected_groups(eng: Engine) -> None:
     rows(eng, f"CREATE DYNAMIC TABLE hh WITH (freshness = '5 minutes') AS {ROLLUP}")
-    eng.con.execute("UPDATE gpu_metrics SET value = value + 1 WHERE host = 'h1'")
+    execute(eng.con, "UPDATE gpu_metrics SET value = value + 1 WHERE host = 'h1'").read_all()
     done = rows(eng, "REFRESH DYNAMIC TABLE hh")[0]
     assert done["refresh_mode"] == "incremental"
     assert done["reason"] == (
@@ -92,7 +92,7 @@ def test_the_change_log_is_kept_until_every_reader_has_seen_it(eng: Engine) -> N
     log = 'SELECT kind, count(*) AS n FROM wanka."changes_gpu_metrics" GROUP BY ALL ORDER BY 1'
     rows(eng, f"CREATE DYNAMIC TABLE one WITH (freshness = '5 minutes') AS {ROLLUP}")
     rows(eng, f"CREATE DYNAMIC TABLE two WITH (freshness = '5 minutes') AS {ROLLUP}")
-    eng.con.execute("UPDATE gpu_metrics SET value = -value WHERE host = 'h2'")
+    execute(eng.con, "UPDATE gpu_metrics SET value = -value WHERE host = 'h2'").read_all()
     assert rows(eng, log) == [{"kind": "deleted", "n": 13}, {"kind": "inserted", "n": 13}]
     rows(eng, "REFRESH DYNAMIC TABLE one")
     assert len(rows(eng, log)) == 2  # two has not seen them yet
@@ -104,7 +104,7 @@ def test_the_change_log_is_kept_until_every_reader_has_seen_it(eng: Engine) -> N
 def test_an_append_plan_still_goes_full_after_a_delete(eng: Engine) -> None:
     query = "SELECT host, value FROM gpu_metrics"
     rows(eng, f"CREATE DYNAMIC TABLE a WITH (freshness = '5 minutes') AS {query}")
-    eng.con.execute("DELETE FROM gpu_metrics WHERE host = 'h1'")
+    execute(eng.con, "DELETE FROM gpu_metrics WHERE host = 'h1'").read_all()
     done = rows(eng, "REFRESH DYNAMIC TABLE a")[0]
     assert done["refresh_mode"] == "full" and "delete of 13 rows on gpu_metrics" in done["reason"]
     assert rows(eng, f"SELECT count(*) AS n FROM (SELECT * FROM a EXCEPT {query})") == [{"n": 0}]
@@ -121,14 +121,14 @@ def test_count_distinct_is_incremental_by_groups(eng: Engine) -> None:
         f"AS {query}",
     )[0]
     assert made["refresh_mode"] == "groups" and made["reason"] is None
-    eng.con.execute(SEED.replace("'h' || i % 3", "'h9'"))
+    execute(eng.con, SEED.replace("'h' || i % 3", "'h9'")).read_all()
     done = rows(eng, "REFRESH DYNAMIC TABLE g")[0]
     assert (done["refresh_mode"], done["rows_inserted"], done["rows_deleted"]) == (
         "incremental",
         1,
         0,
     )
-    eng.con.execute("DELETE FROM gpu_metrics WHERE host = 'h0' AND value > 20")
+    execute(eng.con, "DELETE FROM gpu_metrics WHERE host = 'h0' AND value > 20").read_all()
     done = rows(eng, "REFRESH DYNAMIC TABLE g")[0]
     assert done["refresh_mode"] == "incremental" and "recomputed the 1 groups" in done["reason"]
     assert (done["rows_inserted"], done["rows_deleted"]) == (1, 1)
@@ -184,7 +184,7 @@ def test_failed_refresh_is_recorded(eng: Engine) -> None:
     )
     eng.con.execute("ALTER TABLE x ADD COLUMN extra INTEGER NOT NULL DEFAULT 1")
     eng.con.execute("ALTER TABLE x ALTER COLUMN extra DROP DEFAULT")
-    eng.con.execute(SEED)
+    execute(eng.con, SEED).read_all()
     with pytest.raises(Exception, match="refresh of dynamic table x failed"):
         rows(eng, "REFRESH DYNAMIC TABLE x")
     assert rows(eng, "SELECT state FROM wanka.dynamic_tables") == [{"state": "failed"}]

@@ -50,11 +50,12 @@ def add_append_table(engine: Engine) -> None:
 
 def append_telemetry(engine: Engine, hours: int) -> None:
     cur = engine.cursor()
-    cur.execute(
+    execute(
+        cur,
         "INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value) "
         f"SELECT ts + INTERVAL {hours} HOUR, host, gpu, uuid, model, metric, value + 1 "
-        "FROM gpu_metrics WHERE ts < (SELECT min(ts) FROM gpu_metrics) + INTERVAL 20 MINUTE"
-    )
+        "FROM gpu_metrics WHERE ts < (SELECT min(ts) FROM gpu_metrics) + INTERVAL 20 MINUTE",
+    ).read_all()
     cur.close()
 
 
@@ -91,7 +92,9 @@ def test_a_rewritten_source_refreshes_fully_and_says_why(warehouse: Path, tmp_pa
     with Engine(str(warehouse)) as db:
         export_lake(db, lake)
         cur = db.cursor()
-        cur.execute("DELETE FROM gpu_metrics WHERE host = (SELECT min(host) FROM gpu_metrics)")
+        execute(
+            cur, "DELETE FROM gpu_metrics WHERE host = (SELECT min(host) FROM gpu_metrics)"
+        ).read_all()
         cur.close()
         export_lake(db, lake)
     done = {r.name: r for r in refresh_lake(DuckLakeEngine(), lake)}

@@ -22,6 +22,7 @@ from warehouse.engines.refresh import refresh_lake
 from warehouse.engines.spark import SparkEngine
 from warehouse.lake.export import export_lake
 from warehouse.lake.layout import read_definitions
+from warehouse.query import execute
 
 # one worker runs them all: one Spark session per run, not one per xdist worker
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
@@ -116,11 +117,12 @@ def test_refresh_on_spark_is_incremental_and_equals_the_definition(
         add_append_table(db)
         export_lake(db, lake)
         cur = db.cursor()
-        cur.execute(
+        execute(
+            cur,
             "INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value) "
             "SELECT ts + INTERVAL 2 HOUR, host, gpu, uuid, model, metric, value * 1.5 "
-            "FROM gpu_metrics WHERE ts < (SELECT min(ts) FROM gpu_metrics) + INTERVAL 10 MINUTE"
-        )
+            "FROM gpu_metrics WHERE ts < (SELECT min(ts) FROM gpu_metrics) + INTERVAL 10 MINUTE",
+        ).read_all()
         cur.close()
         export_lake(db, lake)
     done = {r.name: r for r in refresh_lake(SparkEngine(spark), lake)}

@@ -127,7 +127,7 @@ def small_disk(path: Path, megabytes: int) -> Iterator[Path]:
 def test_a_full_disk_fails_the_ingest_clearly_and_keeps_the_database(
     tmp_path: Path, prom: list[Path]
 ) -> None:
-    with small_disk(tmp_path / "disk", 16) as disk:
+    with small_disk(tmp_path / "disk", 6) as disk:  # every file needs ~10 MB (0012)
         db = disk / "w.duckdb"
         first = wanka(db, "ingest", "dcgm", str(prom[-1]))  # the small last file fits
         assert first.returncode == 0, first.stderr

@@ -15,6 +15,7 @@ import pytest
 from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.ingest import ReadOptions, ingest
+from warehouse.query import execute
 
 MTIME = datetime(2025, 1, 10, 18, 0, tzinfo=UTC)
 HEADER = "timestamp, name, index, uuid, utilization.gpu [%], memory.used [MiB], power.draw [W]"
@@ -97,7 +98,7 @@ def test_units_or_nounits_read_the_same(eng: Engine, tmp_path: Path) -> None:
     nounits = [HEADER] + [r.replace(" %", "").replace(" MiB", "").replace(" W", "") for r in ROWS]
     ingest(eng, "nvidia-smi", [str(write(tmp_path, [HEADER, *ROWS]))])
     with_units = metrics(eng)
-    eng.con.execute("DELETE FROM gpu_metrics")
+    execute(eng.con, "DELETE FROM gpu_metrics").read_all()
     ingest(eng, "nvidia-smi", [str(write(tmp_path, nounits, "other.csv"))])
     assert [r[2:] for r in metrics(eng)] == [r[2:] for r in with_units]
     at = datetime(2025, 1, 10, 18, 33, 53, 123_000, tzinfo=UTC)

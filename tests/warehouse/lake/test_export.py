@@ -13,6 +13,7 @@ from warehouse.lake import export as export_module
 from warehouse.lake.delta import LakeTable
 from warehouse.lake.export import Exported, export_lake
 from warehouse.lake.layout import read_definitions
+from warehouse.query import execute
 
 
 def ops(results: list[Exported]) -> dict[str, str]:
@@ -65,11 +66,12 @@ def test_new_batches_are_appended_and_changes_merged_or_rewritten(
         export_lake(engine, lake)
         before = LakeTable(lake / "gpu_metrics").watermark()
         cur = engine.cursor()
-        cur.execute(
+        execute(
+            cur,
             "INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value) "
             "SELECT ts + INTERVAL 1 DAY, host, gpu, uuid, model, metric, value "
-            "FROM gpu_metrics LIMIT 50"
-        )
+            "FROM gpu_metrics LIMIT 50",
+        ).read_all()
         cur.execute(
             "UPDATE jobs SET account = 'moved' WHERE job_id IN "
             "(SELECT job_id FROM jobs ORDER BY job_id LIMIT 3)"
@@ -81,7 +83,9 @@ def test_new_batches_are_appended_and_changes_merged_or_rewritten(
         assert result["nodes"] == "unchanged"
         assert LakeTable(lake / "gpu_metrics").watermark() > before
         # a delete of telemetry rewrites only the days it touched
-        cur.execute("DELETE FROM gpu_metrics WHERE ts >= TIMESTAMPTZ '2026-11-02 00:00:00+00'")
+        execute(
+            cur, "DELETE FROM gpu_metrics WHERE ts >= TIMESTAMPTZ '2026-11-02 00:00:00+00'"
+        ).read_all()
         again = export_lake(engine, lake)
         assert ops(again)["gpu_metrics"] == "partitions"
         same_as_warehouse(engine, lake, ["gpu_metrics", "jobs"])
@@ -117,11 +121,12 @@ def test_an_export_killed_half_way_reruns_cleanly(
     with Engine(str(warehouse)) as engine:
         export_lake(engine, lake)
         cur = engine.cursor()
-        cur.execute(
+        execute(
+            cur,
             "INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value) "
             "SELECT ts + INTERVAL 2 HOUR, host, gpu, uuid, model, metric, value "
-            "FROM gpu_metrics LIMIT 40"
-        )
+            "FROM gpu_metrics LIMIT 40",
+        ).read_all()
         cur.execute("UPDATE nodes SET rack = 'r9' WHERE host = (SELECT min(host) FROM nodes)")
         real = export_module._export_base
 

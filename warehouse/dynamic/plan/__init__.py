@@ -15,6 +15,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
+from warehouse import telemetry
 from warehouse.dynamic.plan.aggregate import key_positions, plan_aggregate
 from warehouse.dynamic.plan.delta import restrict_to_delta
 from warehouse.dynamic.plan.determinism import nondeterminism_reason
@@ -138,4 +139,6 @@ def _not_null(con: duckdb.DuckDBPyConnection | None, source: str | exp.Select) -
             [table],
         ).fetchall()
         found.update(prefix + r[0] for r in rows)
+        if telemetry.is_view(table):  # a view: its NOT NULL columns are its tables'
+            found.update(prefix + c for c in telemetry.REQUIRED)
     return frozenset(found)

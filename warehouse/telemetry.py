@@ -1,0 +1,124 @@
+"""Writing telemetry: gpu_metrics rows into the series dictionary and the samples.
+
+`gpu_metrics` is a view over `wanka.gpu_series` (one row per distinct label set) and
+`wanka.gpu_samples` (series id, ts, value, batch id); sql/schema/0012_compact_telemetry.sql says
+why. Reads need nothing from here. Writes do, as DuckDB cannot write through a view:
+
+- `insert` appends gpu_metrics-shaped Arrow rows: the label sets not yet known become series
+  (ids in metric, host, gpu, ... order), then every row becomes a sample of its series, in the
+  order the rows came (a scrape's samples stay metric by metric, as DuckDB compresses best).
+- `rewrite` turns an INSERT, UPDATE or DELETE whose target is gpu_metrics into statements on the
+  two tables; `warehouse.query` runs them in place of the user's.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import duckdb
+import pyarrow as pa
+
+from warehouse.errors import UserError
+
+VIEW = "gpu_metrics"
+SERIES = "wanka.gpu_series"
+SAMPLES = "wanka.gpu_samples"
+#: The view's columns, in its order, with their types.
+COLUMNS = {
+    "ts": "TIMESTAMPTZ",
+    "host": "VARCHAR",
+    "gpu": "INTEGER",
+    "uuid": "VARCHAR",
+    "model": "VARCHAR",
+    "metric": "VARCHAR",
+    "value": "DOUBLE",
+    "labels": "JSON",
+    "batch_id": "BIGINT",
+}
+#: The columns that name a series (they live in wanka.gpu_series), in id order.
+LABEL_COLUMNS = ("metric", "host", "gpu", "uuid", "model", "labels")
+#: The columns of a sample (wanka.gpu_samples, beside series_id).
+SAMPLE_COLUMNS = ("ts", "value", "batch_id")
+REQUIRED = ("ts", "host", "metric")
+
+_SAME_SERIES = " AND ".join(f"r.{c} IS NOT DISTINCT FROM x.{c}" for c in LABEL_COLUMNS)
+
+
+def is_view(table: str) -> bool:
+    """Whether a table name given to an insert means gpu_metrics.
+
+    >>> is_view("gpu_metrics"), is_view('main."gpu_metrics"'), is_view("nodes")
+    (True, True, False)
+    """
+    return table.replace('"', "").lower() in (VIEW, f"main.{VIEW}")
+
+
+def clear(cur: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Delete every row of `table`; for gpu_metrics its samples and then its series."""
+    if is_view(table):
+        cur.execute(f"DELETE FROM {SAMPLES}")
+        cur.execute(f"DELETE FROM {SERIES}")
+    else:
+        cur.execute(f'DELETE FROM "{table}"')
+
+
+def insert(cur: duckdb.DuckDBPyConnection, data: pa.Table | pa.RecordBatchReader) -> int:
+    """Append gpu_metrics rows (columns matched by name; missing ones are null, a missing
+    batch_id one new batch id for all); returns the rows written."""
+    if isinstance(data, pa.RecordBatchReader):
+        return sum(insert(cur, pa.Table.from_batches([b])) for b in data)
+    unknown = [c for c in data.schema.names if c not in COLUMNS]
+    if unknown:
+        raise UserError(f"gpu_metrics has no column {unknown[0]!r} (columns: {', '.join(COLUMNS)})")
+    if not data.num_rows:
+        return 0
+    view = f"_wanka_telemetry_{threading.get_ident()}"
+    cur.register(view, data)
+    try:
+        return insert_from(cur, view, set(data.schema.names))
+    finally:
+        cur.unregister(view)
+
+
+def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) -> int:
+    """Append the rows of `relation` (a table, view or registered Arrow name whose columns
+    `names` are gpu_metrics columns)."""
+
+    def column(name: str) -> str:
+        kind = COLUMNS[name]
+        return f'CAST("{name}" AS {kind}) AS {name}' if name in names else f"NULL::{kind} AS {name}"
+
+    rows = f"(SELECT {', '.join(column(c) for c in COLUMNS)} FROM {relation})"
+    labels = ", ".join(LABEL_COLUMNS)
+    if "batch_id" in names:
+        batch = "x.batch_id"
+    else:  # one statement, one batch (an ingest always gives its own)
+        batch = str(int(cur.execute("SELECT nextval('wanka.batch_seq')").fetchall()[0][0]))
+    try:
+        cur.execute(
+            f"INSERT INTO {SERIES} (series_id, {labels}) "
+            f"SELECT nextval('wanka.series_seq'), {labels} FROM ("
+            f"SELECT DISTINCT {labels} FROM {rows} AS x "
+            f"WHERE NOT EXISTS (SELECT 1 FROM {SERIES} r WHERE {_SAME_SERIES}) "
+            f"ORDER BY {labels})"
+        )
+        written = cur.execute(
+            f"INSERT INTO {SAMPLES} (series_id, ts, value, batch_id) "
+            f"SELECT r.series_id, x.ts, x.value, {batch} FROM {rows} AS x "
+            f"JOIN {SERIES} r ON {_SAME_SERIES}"
+        ).fetchall()
+    except duckdb.ConstraintException as error:
+        raise UserError(_null_message(str(error))) from None
+    return int(written[0][0])
+
+
+def _null_message(error: str) -> str:
+    """DuckDB's NOT NULL failure on a storage table, said of the gpu_metrics column.
+
+    >>> _null_message("Constraint Error: NOT NULL constraint failed: gpu_series.host")
+    'gpu_metrics.host cannot be null (NOT NULL constraint failed)'
+    """
+    for name in REQUIRED:
+        if error.endswith((f"gpu_series.{name}", f"gpu_samples.{name}")):
+            return f"gpu_metrics.{name} cannot be null (NOT NULL constraint failed)"
+    return error
