@@ -13,6 +13,7 @@ why. Reads need nothing from here. Writes do, as DuckDB cannot write through a v
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import duckdb
@@ -77,7 +78,8 @@ def insert(cur: duckdb.DuckDBPyConnection, data: pa.Table | pa.RecordBatchReader
     try:
         return insert_from(cur, view, set(data.schema.names))
     finally:
-        cur.unregister(view)
+        with contextlib.suppress(duckdb.TransactionException):  # aborted: keep the first error
+            cur.unregister(view)
 
 
 def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) -> int:

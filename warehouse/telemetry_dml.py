@@ -16,6 +16,7 @@ The triggers on wanka.gpu_samples log each statement as a change of gpu_metrics,
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -85,7 +86,8 @@ def _insert(cur: duckdb.DuckDBPyConnection, tree: exp.Insert, params: Params) ->
             relation = f'"{temp}"'
         return telemetry.insert_from(cur, relation, set(names))
     finally:
-        cur.execute(f'DROP TABLE IF EXISTS "{temp}"')
+        with contextlib.suppress(duckdb.TransactionException):  # aborted: keep the first error
+            cur.execute(f'DROP TABLE IF EXISTS "{temp}"')
 
 
 def _quoted(name: str) -> str:

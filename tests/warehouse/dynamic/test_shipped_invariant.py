@@ -55,11 +55,16 @@ def apply(eng: Engine, action: str, arg: object) -> None:
     con = eng.con
     if action == "samples":
         assert isinstance(arg, list)
-        con.executemany(
-            "INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value) VALUES "
-            "(TIMESTAMPTZ '2026-11-01' + to_minutes(?), ?, ?, 'GPU-' || ?, 'H100', ?, ?)",
-            [[m, h, g, f"{h}-{g}", metric, v] for m, h, g, metric, v in arg],
+        values = ", ".join(
+            "(TIMESTAMPTZ '2026-11-01' + to_minutes(?), ?, ?, 'GPU-' || ?, 'H100', ?, ?)"
+            for _ in arg
         )
+        params = [x for m, h, g, metric, v in arg for x in (m, h, g, f"{h}-{g}", metric, v)]
+        execute(
+            con,
+            f"INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value) VALUES {values}",
+            params,
+        ).read_all()
     elif action == "job":
         assert isinstance(arg, tuple)
         job_id, account, start, gpus, elapsed = arg
