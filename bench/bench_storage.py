@@ -1,4 +1,4 @@
-"""Telemetry on disk: bytes per sample, ingest rate and rollup refresh, beside Parquet and Prometheus.
+"""Telemetry on disk: bytes per sample, ingest and rollup refresh, beside Parquet and Prometheus.
 
 For each size (GPUs × scrape interval × hours) the simulator's samples go, in one run, into:
 
@@ -21,14 +21,13 @@ shipped dynamic tables are refreshed FULL on wanka and on the v11 table (median 
 ratios of ingest rate and refresh time are printed beside the targets (≤ 2 B/sample; ingest and
 refresh no worse than v11).
 
-    .venv/bin/python bench/bench_storage.py                   # 1k·60s·24h, 10k·60s·24h, 10k·15s·24h, 100k·60s·24h
-    .venv/bin/python bench/bench_storage.py --sizes 1000:60:2 # quick
+    .venv/bin/python bench/bench_storage.py   # 1k·60s·24h, 10k·60s·24h, 10k·15s·24h, 100k·60s·24h
+    .venv/bin/python bench/bench_storage.py --sizes 1000:60:2   # quick
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
@@ -124,7 +123,9 @@ def batches(cluster: SimulatedCluster, hours: float | None = None) -> Iterator[p
 
 def used_bytes(con: duckdb.DuckDBPyConnection) -> int:
     con.execute("CHECKPOINT")
-    return int(con.sql("SELECT used_blocks * block_size FROM pragma_database_size()").fetchall()[0][0])
+    return int(
+        con.sql("SELECT used_blocks * block_size FROM pragma_database_size()").fetchall()[0][0]
+    )
 
 
 def empty_bytes(folder: Path) -> int:
@@ -165,7 +166,9 @@ def store_wanka(folder: Path, cluster: SimulatedCluster, base: int, repeats: int
         for table in batches(cluster):
             with eng.transaction() as tx:
                 batch = tx.sql("SELECT nextval('wanka.batch_seq')").fetchall()[0][0]
-                rows = table.append_column("batch_id", pa.array([batch] * table.num_rows, pa.int64()))
+                rows = table.append_column(
+                    "batch_id", pa.array([batch] * table.num_rows, pa.int64())
+                )
                 out.samples += eng.insert_arrow(tx, "gpu_metrics", rows)
         out.seconds = time.perf_counter() - started
         cur.close()
@@ -174,7 +177,9 @@ def store_wanka(folder: Path, cluster: SimulatedCluster, base: int, repeats: int
     return out
 
 
-def store_v11(folder: Path, cluster: SimulatedCluster, base: int, hours: float | None, repeats: int) -> Stored:
+def store_v11(
+    folder: Path, cluster: SimulatedCluster, base: int, hours: float | None, repeats: int
+) -> Stored:
     out = Stored(note=f"first {hours:g} h" if hours is not None else "")
     with Engine(str(folder / "v11.duckdb")) as eng:
         cur = eng.cursor()
@@ -186,9 +191,13 @@ def store_v11(folder: Path, cluster: SimulatedCluster, base: int, hours: float |
         for table in batches(cluster, hours):
             with eng.transaction() as tx:
                 batch = tx.sql("SELECT nextval('wanka.batch_seq')").fetchall()[0][0]
-                rows = table.append_column("batch_id", pa.array([batch] * table.num_rows, pa.int64()))
+                rows = table.append_column(
+                    "batch_id", pa.array([batch] * table.num_rows, pa.int64())
+                )
                 tx.register("_rows", rows)
-                out.samples += tx.execute("INSERT INTO gpu_metrics BY NAME SELECT * FROM _rows").fetchall()[0][0]
+                out.samples += tx.execute(
+                    "INSERT INTO gpu_metrics BY NAME SELECT * FROM _rows"
+                ).fetchall()[0][0]
                 tx.unregister("_rows")
         out.seconds = time.perf_counter() - started
         # the v11 schema had no series tables: count only what that layout holds
@@ -205,7 +214,12 @@ def store_parquet(folder: Path, cluster: SimulatedCluster) -> Stored:
     started = time.perf_counter()
     for table in batches(cluster):
         plain = table.cast(
-            pa.schema([pa.field(f.name, pa.string() if pa.types.is_dictionary(f.type) else f.type) for f in table.schema])
+            pa.schema(
+                [
+                    pa.field(f.name, pa.string() if pa.types.is_dictionary(f.type) else f.type)
+                    for f in table.schema
+                ]
+            )
         )
         if writer is None:
             writer = pq.ParquetWriter(path, plain.schema, compression="zstd", compression_level=3)
@@ -227,7 +241,9 @@ def write_openmetrics(cluster: SimulatedCluster, path: Path) -> int:
     for table in batches(cluster):
         frame = pl.from_arrow(table)
         assert isinstance(frame, pl.DataFrame)
-        frame = frame.with_columns(pl.col("host", "uuid", "model", "metric", "labels").cast(pl.String))
+        frame = frame.with_columns(
+            pl.col("host", "uuid", "model", "metric", "labels").cast(pl.String)
+        )
         pods = frame["labels"].str.json_path_match("$.pod")
         lines = frame.with_columns(
             (
@@ -297,9 +313,15 @@ def fmt(value: float | None, spec: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help="GPUS:INTERVAL_S:HOURS,...")
-    parser.add_argument("--v11-hours", type=float, default=6.0, help="v11 table: hours loaded past 1,000 GPUs")
-    parser.add_argument("--v11-max-samples", type=float, default=300e6, help="skip v11 above this many samples")
-    parser.add_argument("--prom-gpus", type=int, default=1000, help="Prometheus up to this many GPUs")
+    parser.add_argument(
+        "--v11-hours", type=float, default=6.0, help="v11 table: hours loaded past 1,000 GPUs"
+    )
+    parser.add_argument(
+        "--v11-max-samples", type=float, default=300e6, help="skip v11 above this many samples"
+    )
+    parser.add_argument(
+        "--prom-gpus", type=int, default=1000, help="Prometheus up to this many GPUs"
+    )
     parser.add_argument("--prom-block", default="24h", help="promtool --max-block-duration")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dir", default=None, help="work folder (default: a temporary one)")
@@ -317,7 +339,10 @@ def main() -> None:
             (folder / "wanka.duckdb").unlink()
             print(f"  wanka {found['wanka'].per_sample:.2f} B/sample", file=sys.stderr, flush=True)
             v11_hours = None if size.gpus <= 1000 else min(size.hours, args.v11_hours)
-            if found["wanka"].samples * (v11_hours or size.hours) / size.hours <= args.v11_max_samples:
+            if (
+                found["wanka"].samples * (v11_hours or size.hours) / size.hours
+                <= args.v11_max_samples
+            ):
                 found["v11"] = store_v11(folder, cluster, base, v11_hours, args.repeats)
                 (folder / "v11.duckdb").unlink()
             found["parquet"] = store_parquet(folder, cluster)
@@ -330,7 +355,9 @@ def main() -> None:
 
 
 def report(rows: list[tuple[Size, dict[str, Stored]]]) -> None:
-    print("| size | samples | wanka B/sample | v11 table | Parquet zstd | Prometheus TSDB | target |")
+    print(
+        "| size | samples | wanka B/sample | v11 table | Parquet zstd | Prometheus TSDB | target |"
+    )
     print("|---|---:|---:|---:|---:|---:|---|")
     for size, found in rows:
         cells = []
@@ -343,15 +370,22 @@ def report(rows: list[tuple[Size, dict[str, Stored]]]) -> None:
                 cells.append(f"{fmt(s.per_sample, '.2f')}{note}")
         w = found["wanka"]
         ok = "met" if w.per_sample is not None and w.per_sample <= 2 else "not met"
-        print(f"| {size.label} | {w.samples:,} | {fmt(w.per_sample, '.2f')} | {' | '.join(cells)} | ≤ 2 B: {ok} |")
+        print(
+            f"| {size.label} | {w.samples:,} | {fmt(w.per_sample, '.2f')} | "
+            f"{' | '.join(cells)} | ≤ 2 B: {ok} |"
+        )
     print()
-    print("| size | ingest wanka (M samples/s) | v11 table | ratio | full refresh, 4 shipped tables: wanka s | v11 s | ratio |")
+    print(
+        "| size | ingest wanka (M samples/s) | v11 table | ratio "
+        "| full refresh, 4 shipped tables: wanka s | v11 s | ratio |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for size, found in rows:
         w, v = found["wanka"], found.get("v11")
         w_ref = sum(w.refresh_s.values())
         if v is None:
-            print(f"| {size.label} | {fmt((w.rate or 0) / 1e6, '.2f')} | — | — | {w_ref:.2f} | — | — |")
+            rate = fmt((w.rate or 0) / 1e6, ".2f")
+            print(f"| {size.label} | {rate} | — | — | {w_ref:.2f} | — | — |")
             continue
         v_ref = sum(v.refresh_s.values())
         rate_ratio = (w.rate or 0) / (v.rate or 1)
@@ -359,18 +393,23 @@ def report(rows: list[tuple[Size, dict[str, Stored]]]) -> None:
         per = (w_ref / w.samples) / (v_ref / v.samples) if v.samples else None
         print(
             f"| {size.label} | {(w.rate or 0) / 1e6:.2f} | {(v.rate or 0) / 1e6:.2f}"
-            f"{' (' + v.note + ')' if v.note else ''} | {rate_ratio:.2f}× | {w_ref:.2f} | {v_ref:.2f} | "
+            f"{' (' + v.note + ')' if v.note else ''} | {rate_ratio:.2f}× | {w_ref:.2f} | "
+            f"{v_ref:.2f} | "
             f"{fmt(per, '.2f')}× per sample |"
         )
     print()
-    print("Refresh FULL per shipped table (s, median): " + "; ".join(
-        f"{size.label}: " + ", ".join(
-            f"{name} {found['wanka'].refresh_s[name]:.2f}"
-            + (f" / v11 {found['v11'].refresh_s[name]:.2f}" if "v11" in found else "")
-            for name in found["wanka"].refresh_s
+    print(
+        "Refresh FULL per shipped table (s, median): "
+        + "; ".join(
+            f"{size.label}: "
+            + ", ".join(
+                f"{name} {found['wanka'].refresh_s[name]:.2f}"
+                + (f" / v11 {found['v11'].refresh_s[name]:.2f}" if "v11" in found else "")
+                for name in found["wanka"].refresh_s
+            )
+            for size, found in rows
         )
-        for size, found in rows
-    ))
+    )
 
 
 if __name__ == "__main__":

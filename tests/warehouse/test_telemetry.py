@@ -91,12 +91,14 @@ def test_series_ids_follow_metric_then_host_so_a_metric_is_one_id_range() -> Non
 def test_a_missing_required_column_and_an_unknown_one_are_errors_that_write_nothing() -> None:
     with Engine(":memory:") as eng:
         cur = eng.cursor()
-        with pytest.raises(UserError, match=r"gpu_metrics\.host cannot be null"):
-            with eng.transaction() as tx:
-                eng.insert_arrow(tx, "gpu_metrics", _samples(4).drop_columns(["host"]))
+        with (
+            pytest.raises(UserError, match=r"gpu_metrics\.host cannot be null"),
+            eng.transaction() as tx,
+        ):
+            eng.insert_arrow(tx, "gpu_metrics", _samples(4).drop_columns(["host"]))
         with pytest.raises(UserError, match="gpu_metrics has no column 'pod'"):
             eng.insert_arrow(cur, "gpu_metrics", _samples(4).append_column("pod", pa.nulls(4)))
-        with pytest.raises(UserError, match="UPDATE of gpu_metrics.host is not supported"):
+        with pytest.raises(UserError, match=r"UPDATE of gpu_metrics\.host is not supported"):
             execute(cur, "UPDATE gpu_metrics SET host = 'x'").read_all()
         assert cur.sql("SELECT count(*) FROM wanka.gpu_series").fetchall()[0][0] == 0
 
@@ -106,7 +108,7 @@ STATEMENTS = [
     "INSERT INTO {t} (ts, host, metric, value) VALUES (TIMESTAMPTZ '2026-11-01 00:0{a}:00+00', "
     "'h{a}', 'M{b}', {a}.5)",
     "INSERT INTO {t} (ts, host, gpu, uuid, metric, value, labels) SELECT ts + INTERVAL {a} HOUR, "
-    "host, gpu, uuid, metric, value * 2, '{{\"pod\":\"p{b}\"}}' FROM {t} WHERE value > {b}",
+    'host, gpu, uuid, metric, value * 2, \'{{"pod":"p{b}"}}\' FROM {t} WHERE value > {b}',
     "INSERT INTO {t} BY NAME SELECT 'h9' AS host, TIMESTAMPTZ '2026-11-02' AS ts, 'M1' AS metric",
     "DELETE FROM {t} WHERE value > {a} AND host = (SELECT min(host) FROM {t})",
     "DELETE FROM {t} AS g WHERE g.metric = 'M{b}' OR g.value IS NULL",
