@@ -37,6 +37,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -122,8 +123,14 @@ def same_as_query(cur: duckdb.DuckDBPyConnection, table: str, select: str) -> bo
     return int(rows[0][0]) == 0
 
 
-def load(engine: Engine, gpus: int) -> tuple[int, pa.Table, pa.Table]:
-    """Simulate and load the base rows; returns their count and the two append pools."""
+def load(engine: Engine, gpus: int, history_rows: int = 0) -> tuple[int, pa.Table, pa.Table, int]:
+    """Simulate and load the base rows; returns their count, the two append pools and the rows
+    held in all.
+
+    With `history_rows`, whole earlier hours come first (the base hour's scrapes shifted back an
+    hour at a time, oldest first, each 12 scrapes a batch) until about that many rows are held:
+    the same appends then land on a table with that much history.
+    """
     hours = (60 + 3 * POOL_SCRAPES + 0.5) / 60  # leaves a few scrapes past the pools' hour
     cfg = SimConfig(
         gpus=gpus,
@@ -137,7 +144,20 @@ def load(engine: Engine, gpus: int) -> tuple[int, pa.Table, pa.Table]:
         engine.insert_arrow(cur, name, table)
     scrapes = list(cluster.telemetry_batches(max_rows=1))  # one scrape a batch
     base_scrapes = 60 + SCRAPES_BEFORE_HOUR - POOL_SCRAPES
-    base = 0
+    base = held = 0
+    hour_rows = sum(b.num_rows for b in scrapes[:60])
+    for back in range(
+        round(max(0, history_rows - base_scrapes / 60 * hour_rows) / hour_rows), 0, -1
+    ):
+        for k0 in range(0, 60, 12):
+            chunk = pa.Table.from_batches(scrapes[k0 : k0 + 12])
+            shifted = pc.subtract(
+                chunk["ts"].cast(pa.int64()), pa.scalar(back * 3_600_000_000)
+            ).cast(chunk["ts"].type)
+            chunk = chunk.set_column(chunk.column_names.index("ts"), "ts", shifted)
+            batch_id = int(cur.execute("SELECT nextval('wanka.batch_seq')").fetchall()[0][0])
+            chunk = chunk.append_column("batch_id", pa.array(np.full(chunk.num_rows, batch_id)))
+            held += engine.insert_arrow(cur, "gpu_metrics", chunk)
     for k0 in range(0, base_scrapes, 12):  # ingest-sized batches of 12 scrapes, own batch ids
         chunk = pa.Table.from_batches(scrapes[k0 : min(base_scrapes, k0 + 12)])
         batch_id = int(cur.execute("SELECT nextval('wanka.batch_seq')").fetchall()[0][0])
@@ -147,7 +167,7 @@ def load(engine: Engine, gpus: int) -> tuple[int, pa.Table, pa.Table]:
     new = pa.Table.from_batches(scrapes[base_scrapes + POOL_SCRAPES :])
     cur.execute("CHECKPOINT")
     cur.close()
-    return base, existing, new
+    return base, existing, new, held + base
 
 
 def incremental_rows(
@@ -275,18 +295,26 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0, help="DuckDB threads (0: its default)")
+    parser.add_argument(
+        "--rows",
+        type=float,
+        default=0,
+        help="hold about this many rows of history before the appends (e.g. 1e9); appends stay "
+        "0.1 %% / 1 %% of one hour of telemetry",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, Engine(str(Path(tmp) / "bench.duckdb")) as engine:
         if args.threads:
             engine.con.execute(f"SET threads = {args.threads}")
         began = time.perf_counter()
-        base, existing, new = load(engine, args.gpus)
+        base, existing, new, held = load(engine, args.gpus, int(args.rows))
         cur = engine.cursor()
         run(cur, ROLLUP)
         cur.close()
         threads = engine.con.execute("SELECT current_setting('threads')").fetchall()[0][0]
         print(
-            f"{base:,} gpu_metrics rows loaded and the rollup created in "
+            f"{held:,} gpu_metrics rows loaded ({held - base:,} of them earlier hours; appends "
+            f"are shares of the last {base:,}) and the rollup created in "
             f"{time.perf_counter() - began:.1f} s; duckdb {duckdb.__version__}, {threads} threads"
         )
         appender = Appender(engine, existing, new)

@@ -18,6 +18,7 @@ from service.commands.ingest import ingest
 from service.commands.lake import export
 from service.commands.refresh import refresh
 from service.commands.report import report
+from service.commands.retention import retention
 from service.commands.serve import serve
 from service.commands.sql import sql
 from service.commands.users import token, user
@@ -39,7 +40,20 @@ def app(ctx: click.Context, db: str | None) -> None:
     ctx.obj = Globals(db=db)
 
 
-for command in (sql, ingest, refresh, export, simulate, demo, serve, user, token, analyze, report):
+for command in (
+    sql,
+    ingest,
+    refresh,
+    retention,
+    export,
+    simulate,
+    demo,
+    serve,
+    user,
+    token,
+    analyze,
+    report,
+):
     app.add_command(command)
 
 

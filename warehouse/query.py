@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from warehouse import prepared, telemetry_dml
+from warehouse import prepared, retention, telemetry_dml
 from warehouse.dynamic import statements as dynamic
 from warehouse.errors import sql_error
 from warehouse.script import Script, Statement, parse
@@ -67,6 +67,10 @@ def run(
     try:
         if statement.dynamic is not None:
             table = dynamic.run(cur, statement.dynamic)
+            return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+        if statement.type == "ALTER" and (rule := retention.parse_statement(statement.text)):
+            done = retention.set_rule(cur, rule[0], rule[1])
+            table = pa.table({"status": [done]})
             return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
         if statement.type in _DML and telemetry_dml.targets_view(statement.reads.target):
             count = telemetry_dml.run(cur, statement.text, params)

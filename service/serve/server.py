@@ -228,6 +228,7 @@ class Server:
         self._scheduler.start()
 
     def _schedule(self, interval_s: float) -> None:
+        from warehouse import retention
         from warehouse.dynamic.schedule import run_due
 
         cur = self.engine.cursor()
@@ -235,6 +236,7 @@ class Server:
             while not self._stop.wait(interval_s):
                 try:
                     with self.writes.hold(cur, interval_s):
+                        dropped = retention.apply(cur)
                         outcomes = run_due(cur)
                 except WriterBusy:
                     self.metrics.count(
@@ -249,6 +251,13 @@ class Server:
                         error=type(error).__name__,
                     )
                     continue
+                for done in dropped:
+                    self.metrics.count(
+                        "wanka_retention_rows_dropped_total",
+                        "Raw rows dropped by retention rules.",
+                        done.rows,
+                        table=done.table,
+                    )
                 for outcome in outcomes:
                     self.metrics.count(
                         "wanka_refreshes_total",

@@ -22,10 +22,25 @@
 -- are now on wanka.gpu_samples, created in the same order (0005's first, so currval() in 0007's
 -- is the seq of the same statement), and they still speak of 'gpu_metrics' and its columns.
 --
+-- Retention (warehouse/retention.py): `ALTER TABLE gpu_metrics SET (retention = '14 days')` keeps
+-- its rule in wanka.retention; the scheduler deletes the samples older than the rule in a
+-- transaction that first writes a row of wanka.retention_running, which the triggers below see
+-- (and no other transaction does): a retention delete is not a change of gpu_metrics, so no
+-- dynamic table recomputes — and erases — what it derived from the dropped rows.
+--
 -- This step moves the rows of an existing warehouse in place, in its one transaction: killed
 -- half-way, the file is as it was and the next open runs the step again.
 
 CREATE SEQUENCE wanka.series_seq START 1;
+
+CREATE TABLE wanka.retention (
+    table_name          VARCHAR NOT NULL,     -- one row per table with a rule
+    keep                INTERVAL NOT NULL,    -- rows older than now() - keep are dropped
+    held_from           TIMESTAMPTZ,          -- the last cutoff applied: older rows are gone
+    set_at              TIMESTAMPTZ NOT NULL,
+    set_by              VARCHAR
+);
+CREATE TABLE wanka.retention_running (table_name VARCHAR NOT NULL);
 
 CREATE TABLE wanka.gpu_series (
     series_id           INTEGER NOT NULL,
@@ -65,7 +80,9 @@ FROM wanka.gpu_samples s JOIN wanka.gpu_series r ON r.series_id = s.series_id;
 
 CREATE TRIGGER gpu_samples_changes_delete AFTER DELETE ON wanka.gpu_samples REFERENCING OLD TABLE AS o
     FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'gpu_metrics', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
+    SELECT 'gpu_metrics', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o
+    WHERE NOT EXISTS (SELECT 1 FROM wanka.retention_running WHERE table_name = 'gpu_metrics')
+    HAVING count(*) > 0;
 CREATE TRIGGER gpu_samples_changes_update AFTER UPDATE ON wanka.gpu_samples REFERENCING OLD TABLE AS o
     FOR EACH STATEMENT INSERT INTO wanka.table_changes
     SELECT 'gpu_metrics', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
@@ -75,7 +92,8 @@ CREATE TRIGGER gpu_samples_rows_delete AFTER DELETE ON wanka.gpu_samples REFEREN
     SELECT o.ts, r.host, r.gpu, r.uuid, r.model, r.metric, o.value, r.labels, o.batch_id,
            currval('wanka.batch_seq'), 'deleted'
     FROM o JOIN wanka.gpu_series r ON r.series_id = o.series_id
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'gpu_metrics'));
+        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'gpu_metrics'))
+        AND NOT EXISTS (SELECT 1 FROM wanka.retention_running WHERE table_name = 'gpu_metrics');
 CREATE TRIGGER gpu_samples_rows_update AFTER UPDATE ON wanka.gpu_samples REFERENCING OLD TABLE AS o NEW TABLE AS n
     FOR EACH STATEMENT INSERT INTO wanka."changes_gpu_metrics"
     SELECT o.ts, r.host, r.gpu, r.uuid, r.model, r.metric, o.value, r.labels, o.batch_id,

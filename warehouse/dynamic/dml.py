@@ -17,6 +17,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
+from warehouse import telemetry
 from warehouse.dynamic.plan import state_table
 from warehouse.dynamic.plan.joins import changes_table
 from warehouse.dynamic.plan.kinds import Aggregate, Append, Full, Groups, Plan, Recompute
@@ -173,10 +174,41 @@ def _build(name: str, plan: Plan, keys: list[str]) -> RefreshSql:
         regroup=regroup,
         regroup_facts=regroup_facts,
         count_visible=_count(target),
-        count_facts=_count(
-            exp.Table(this=exp.to_identifier(plan.sources[0], quoted=True), db="main")
-        ),
+        count_facts=_count(_rows_of(plan.sources[0])),
     )
+
+
+def held_full(cur: duckdb.DuckDBPyConnection, name: str, plan: Plan, key: int) -> tuple[Step, ...]:
+    """A FULL refresh of only the buckets of GROUP BY key `key` from `$from` on (its source
+    dropped older rows: warehouse.retention): DELETE and INSERT of those visible rows and, for
+    an aggregate, of those state rows. Built when asked: this is rare."""
+    target, state = visible_table(name), state_table(name)
+    column = _key_columns(cur, name, plan)[key]
+    since = exp.Placeholder(this="from")
+
+    def restricted(sql: str) -> exp.Select:
+        select = _parse(sql)
+        assert isinstance(select, exp.Select)
+        bucket = select.args["group"].expressions[key]
+        time_column = next(bucket.find_all(exp.Column)).copy()
+        return select.where(exp.GTE(this=time_column, expression=since.copy()))
+
+    held = exp.GTE(this=exp.column(column, quoted=True), expression=since.copy())
+    steps = [step(exp.delete(target, where=held)), step(exp.insert(restricted(plan.query), target))]
+    if isinstance(plan, Aggregate):
+        state_held = exp.GTE(this=exp.column(f"k{key}"), expression=since.copy())
+        steps.append(step(exp.delete(state, where=state_held)))
+        steps.append(step(exp.insert(_with_watermark(restricted(plan.state)), state)))
+    return tuple(steps)
+
+
+def _rows_of(source: str) -> exp.Table:
+    """The table whose count(*) is `source`'s: gpu_metrics is a view, its samples are a table
+    (DuckDB counts a table from its metadata, a view by running it)."""
+    if telemetry.is_view(source):
+        schema, name = telemetry.SAMPLES.split(".")
+        return exp.Table(this=exp.to_identifier(name, quoted=True), db=schema)
+    return exp.Table(this=exp.to_identifier(source, quoted=True), db="main")
 
 
 def _k(count: int) -> list[exp.Column]:

@@ -28,6 +28,7 @@ from typing import Any
 
 import duckdb
 
+from warehouse import retention
 from warehouse.dynamic import catalog, dml, history
 from warehouse.dynamic.catalog import DynamicTable
 from warehouse.dynamic.dml import RefreshSql, visible_table
@@ -110,12 +111,29 @@ def _decide(
     return ("no_data" if probe.high == dt.watermark else "incremental"), None
 
 
-def _full(cur: duckdb.DuckDBPyConnection, sql: RefreshSql, high: int) -> tuple[int, int]:
+def _full(
+    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, sql: RefreshSql, high: int
+) -> tuple[int, int, str | None]:
+    """Recompute the table; where a source dropped old rows (retention), only the buckets it
+    still holds whole, with the reason to add."""
+    held = retention.held_range(cur, dt)
+    if held is not None:
+        spec, why = held
+        delete, insert, *state = dml.held_full(cur, dt.name, dt.plan, spec["key"])
+        values = {"from": spec["from"], "hi": high}
+        deleted, inserted = delete.run(cur, values), insert.run(cur, values)
+        for each in state:
+            each.run(cur, values)
+        return inserted, deleted, why
     deleted = sql.full.delete.run(cur, {})
     inserted = sql.full.insert.run(cur, {})
     for each in sql.state_full:
         each.run(cur, {"hi": high})
-    return inserted, deleted
+    return inserted, deleted, None
+
+
+def _joined(reason: str | None, more: str | None) -> str | None:
+    return f"{reason}; {more}" if reason and more else reason or more
 
 
 def _incremental(
@@ -140,12 +158,27 @@ def _regroup(
     assert regroup is not None
     window = {"lo": dt.watermark, "hi": probe.high}
     affected = affected_groups(cur, regroup, window)
-    cheaper = full_is_cheaper(cur, sql, affected[0])
+    cheaper = full_is_cheaper(cur, sql, affected[0]) or _before_held(cur, dt, affected[1])
     if cheaper is not None:
-        return "full", cheaper, *_full(cur, sql, probe.high)
+        inserted, deleted, held = _full(cur, dt, sql, probe.high)
+        return "full", _joined(cheaper, held), inserted, deleted
     inserted, deleted, groups = recompute_groups(cur, regroup, window, affected)
     done = f"recomputed the {groups} groups those rows belong to"
     return "incremental", (f"{probe.change}: {done}" if probe.change else None), inserted, deleted
+
+
+def _before_held(
+    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, bounds: dict[str, Any]
+) -> str | None:
+    """Why affected groups are not recomputed one by one: some lie where a source dropped rows
+    (retention), and recomputing them from what is left would erase what they hold."""
+    held = retention.held_range(cur, dt)
+    if held is None:
+        return None
+    low = bounds.get(f"k{held[0]['key']}_lo")
+    if low is None or low >= held[0]["from"]:
+        return None
+    return "changed rows fall in buckets whose source rows retention dropped"
 
 
 def _apply(
@@ -161,7 +194,8 @@ def _apply(
     mode, reason = _decide(cur, dt, sql, probe, full)
     inserted = deleted = 0
     if mode == "full":
-        inserted, deleted = _full(cur, sql, probe.high)
+        inserted, deleted, held = _full(cur, dt, sql, probe.high)
+        reason = _joined(reason, held)
     elif mode == "regroup":
         mode, reason, inserted, deleted = _regroup(cur, dt, sql, probe)
     elif mode == "incremental":
