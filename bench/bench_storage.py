@@ -21,7 +21,7 @@ shipped dynamic tables are refreshed FULL on wanka and on the v11 table (median 
 ratios of ingest rate and refresh time are printed beside the targets (≤ 2 B/sample; ingest and
 refresh no worse than v11).
 
-    .venv/bin/python bench/bench_storage.py   # 1k·60s·24h, 10k·60s·24h, 10k·15s·24h, 100k·60s·24h
+    .venv/bin/python bench/bench_storage.py   # 1k·60s·24h, 10k·60s·24h, 10k·15s·24h, 100k·60s·6h
     .venv/bin/python bench/bench_storage.py --sizes 1000:60:2   # quick
 """
 
@@ -57,7 +57,7 @@ V11_TABLE = """CREATE TABLE gpu_metrics (
     ts TIMESTAMPTZ NOT NULL, host VARCHAR NOT NULL, gpu INTEGER, uuid VARCHAR, model VARCHAR,
     metric VARCHAR NOT NULL, value DOUBLE, labels JSON,
     batch_id BIGINT DEFAULT nextval('wanka.batch_seq'))"""
-DEFAULT_SIZES = "1000:60:24,10000:60:24,10000:15:24,100000:60:24"
+DEFAULT_SIZES = "1000:60:24,10000:60:24,10000:15:24,100000:60:6"
 
 
 @dataclass

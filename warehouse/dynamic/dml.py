@@ -288,7 +288,7 @@ def _probe(sources: tuple[str, ...]) -> Step:
     columns: list[exp.Expr] = [exp.func("now"), _parse(_CHANGES).subquery()]
     for source in sources:
         if source in TRACKED:
-            table = exp.Table(this=exp.to_identifier(source, quoted=True))
+            table = _rows_of(source)  # gpu_metrics: its samples, no join to the series
             newer = exp.GT(this=exp.column("batch_id"), expression=exp.Placeholder(this="wm"))
             high = exp.select(exp.Max(this=exp.column("batch_id"))).from_(table).where(newer)
             columns.append(high.subquery())
