@@ -160,6 +160,8 @@ def apply(
                 cur.execute("INSERT INTO wanka.retention_running VALUES (?)", [rule.table])
                 found = cur.execute(f"DELETE FROM {stored} WHERE {column} < ?", [edge])
                 rows += int(found.fetchall()[0][0])
+                if stored == telemetry.SAMPLES:
+                    cur.execute(f"DELETE FROM {telemetry.BATCHES} WHERE ts_max < ?", [edge])
                 cur.execute(
                     "DELETE FROM wanka.retention_running WHERE table_name = ?", [rule.table]
                 )

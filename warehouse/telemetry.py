@@ -24,6 +24,8 @@ from warehouse.errors import UserError
 VIEW = "gpu_metrics"
 SERIES = "wanka.gpu_series"
 SAMPLES = "wanka.gpu_samples"
+#: One row per insert of samples (batch id, rows, time range): where a refresh finds new batches.
+BATCHES = "wanka.sample_batches"
 #: The view's columns, in its order, with their types.
 COLUMNS = {
     "ts": "TIMESTAMPTZ",
@@ -59,6 +61,7 @@ def clear(cur: duckdb.DuckDBPyConnection, table: str) -> None:
     if is_view(table):
         cur.execute(f"DELETE FROM {SAMPLES}")
         cur.execute(f"DELETE FROM {SERIES}")
+        cur.execute(f"DELETE FROM {BATCHES}")
     else:
         cur.execute(f'DELETE FROM "{table}"')
 
@@ -109,6 +112,10 @@ def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
             f"SELECT r.series_id, x.ts, x.value, {batch} FROM {rows} AS x "
             f"JOIN {SERIES} r ON {_SAME_SERIES}"
         ).fetchall()
+        cur.execute(
+            f"INSERT INTO {BATCHES} SELECT {batch}, count(*), min(ts), max(ts) FROM {rows} AS x "
+            f"GROUP BY ALL"
+        )
     except duckdb.ConstraintException as error:
         raise UserError(_null_message(str(error))) from None
     return int(written[0][0])

@@ -59,6 +59,17 @@ CREATE TABLE wanka.gpu_samples (
     batch_id            BIGINT DEFAULT nextval('wanka.batch_seq')
 );
 
+-- One row per insert of samples: its batch, rows and time range. A refresh finds the newest
+-- batch here instead of in the samples, whose zone maps it would otherwise walk row group by row
+-- group (8 µs each: 7 ms at 100M samples, 65 ms at 1B). Written by warehouse/telemetry.py, the
+-- one writer of the samples.
+CREATE TABLE wanka.sample_batches (
+    batch_id            BIGINT,
+    rows                BIGINT NOT NULL,
+    ts_min              TIMESTAMPTZ,
+    ts_max              TIMESTAMPTZ
+);
+
 INSERT INTO wanka.gpu_series
 SELECT nextval('wanka.series_seq'), metric, host, gpu, uuid, model, labels
 FROM (SELECT DISTINCT metric, host, gpu, uuid, model, labels FROM gpu_metrics
@@ -71,6 +82,9 @@ FROM gpu_metrics m JOIN wanka.gpu_series r
     AND r.uuid IS NOT DISTINCT FROM m.uuid AND r.model IS NOT DISTINCT FROM m.model
     AND r.labels IS NOT DISTINCT FROM m.labels
 ORDER BY m.batch_id, m.ts, r.series_id;
+
+INSERT INTO wanka.sample_batches
+SELECT batch_id, count(*), min(ts), max(ts) FROM wanka.gpu_samples GROUP BY batch_id;
 
 DROP TABLE gpu_metrics;  -- and its triggers
 

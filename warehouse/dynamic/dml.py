@@ -202,6 +202,15 @@ def held_full(cur: duckdb.DuckDBPyConnection, name: str, plan: Plan, key: int) -
     return tuple(steps)
 
 
+def _batches_of(source: str) -> exp.Table:
+    """Where `source`'s newest batch id is read: the table itself, or for gpu_metrics the log
+    of its sample inserts (a scan of the samples would walk every row group's zone map)."""
+    if telemetry.is_view(source):
+        schema, name = telemetry.BATCHES.split(".")
+        return exp.Table(this=exp.to_identifier(name, quoted=True), db=schema)
+    return exp.Table(this=exp.to_identifier(source, quoted=True))
+
+
 def _rows_of(source: str) -> exp.Table:
     """The table whose count(*) is `source`'s: gpu_metrics is a view, its samples are a table
     (DuckDB counts a table from its metadata, a view by running it)."""
@@ -288,7 +297,8 @@ def _probe(sources: tuple[str, ...]) -> Step:
     columns: list[exp.Expr] = [exp.func("now"), _parse(_CHANGES).subquery()]
     for source in sources:
         if source in TRACKED:
-            table = _rows_of(source)  # gpu_metrics: its samples, no join to the series
+            # gpu_metrics: the log of sample inserts, not the samples (warehouse/telemetry.py)
+            table = _batches_of(source)
             newer = exp.GT(this=exp.column("batch_id"), expression=exp.Placeholder(this="wm"))
             high = exp.select(exp.Max(this=exp.column("batch_id"))).from_(table).where(newer)
             columns.append(high.subquery())
