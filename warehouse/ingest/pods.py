@@ -71,7 +71,11 @@ def _trace_start(options: ReadOptions) -> datetime:
 
 
 def _header(line: str, source: Source) -> list[str]:
-    names = [ALIASES.get(n.strip().lower(), n.strip().lower()) for n in next(csv.reader([line]))]
+    try:
+        fields = next(csv.reader([line]))
+    except csv.Error as error:  # e.g. a bare carriage return inside the line
+        raise UserError(f"{source.name}: line 1: the header is not CSV ({error})") from None
+    names = [ALIASES.get(n.strip().lower(), n.strip().lower()) for n in fields]
     if "name" not in names:
         raise UserError(
             f"{source.name}: expected a pod list with a header line naming its columns "
@@ -108,7 +112,10 @@ def _split(lines: pl.DataFrame, columns: list[str]) -> tuple[pl.DataFrame, list[
 def _quoted(lines: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     records: list[dict[str, Any]] = []
     for line, text in lines.iter_rows():
-        values = next(csv.reader([text]))
+        try:
+            values = next(csv.reader([text]))
+        except csv.Error:  # not CSV (a bare carriage return, ...): rejected as misshapen
+            values = []
         record: dict[str, Any] = {"line": line, "fits": len(values) >= len(columns)}
         record["not_over"] = len(values) <= len(columns)
         raw = [f"raw_{c}" for c in columns]

@@ -140,6 +140,19 @@ def test_a_list_without_a_header_is_refused(eng: Engine, tmp_path: Path) -> None
         load(eng, tmp_path, "openb-pod-0000,12000,16384,1,1000,,LS,Running,0,12537496,0\n")
 
 
+def test_a_carriage_return_inside_a_line_is_an_error_or_a_reject_not_a_crash(
+    eng: Engine, tmp_path: Path
+) -> None:
+    """Found by test_fuzz: Python's csv module raises on a bare CR inside a field."""
+    with pytest.raises(UserError, match=r"line 1: the header is not CSV"):
+        load(eng, tmp_path, f"\r{HEADER}\np,1000,1024,1,1000,,LS,Running,0,10,0\n")
+    text = f'{HEADER}\np\rq,"1000",1024,1,1000,,LS,Running,0,10,0\nr,1000,1024,1,1000,,LS,Running,0,10,0\n'
+    result = load(eng, tmp_path, text, name="cr.csv")
+    assert result.rejected == 1 and result.first_reject is not None
+    assert result.first_reject.line == 2
+    assert rows(eng, "SELECT name FROM pods") == [("r",)]
+
+
 def test_a_later_list_replaces_the_pod(eng: Engine, tmp_path: Path) -> None:
     load(eng, tmp_path, f"{HEADER}\np,1000,1024,1,1000,,LS,Pending,5,,\n")
     load(eng, tmp_path, f"{HEADER}\np,1000,1024,1,1000,,LS,Running,5,,7\n", name="later.csv")
