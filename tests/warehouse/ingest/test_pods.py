@@ -146,7 +146,8 @@ def test_a_carriage_return_inside_a_line_is_an_error_or_a_reject_not_a_crash(
     """Found by test_fuzz: Python's csv module raises on a bare CR inside a field."""
     with pytest.raises(UserError, match=r"line 1: the header is not CSV"):
         load(eng, tmp_path, f"\r{HEADER}\np,1000,1024,1,1000,,LS,Running,0,10,0\n")
-    text = f'{HEADER}\np\rq,"1000",1024,1,1000,,LS,Running,0,10,0\nr,1000,1024,1,1000,,LS,Running,0,10,0\n'
+    good = "r,1000,1024,1,1000,,LS,Running,0,10,0"
+    text = f'{HEADER}\np\rq,"1000",1024,1,1000,,LS,Running,0,10,0\n{good}\n'
     result = load(eng, tmp_path, text, name="cr.csv")
     assert result.rejected == 1 and result.first_reject is not None
     assert result.first_reject.line == 2
