@@ -3,6 +3,10 @@
 The text is parsed once (`warehouse.script`); here DuckDB runs its parsed statements and
 `warehouse.dynamic.statements` the DYNAMIC TABLE ones, each in order.
 
+Two statement kinds DuckDB cannot run as written go elsewhere: INSERT/UPDATE/DELETE/TRUNCATE of
+gpu_metrics (a view over the series and samples) to `warehouse.telemetry_dml`, and ALTER TABLE
+... SET (retention = ...) / RESET (retention) to `warehouse.retention`.
+
 A SELECT streams through DuckDB's own statement runner (`_submit`, what DuckDB 2.0's Python
 relation layer calls after binding the statement a second time in Python to build a lazy
 relation): one bind instead of two. `SELECT 1` from 32 threads: 1,150 against 800 queries/s,
