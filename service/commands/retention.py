@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import click
 
 from service.commands.common import open_engine
@@ -37,8 +39,19 @@ def retention(ctx: click.Context, table: str | None, keep: str | None, apply_now
                 found = rules.rules(cur)
                 for rule in found:
                     held = f"{rule.held_from:%Y-%m-%d %H:%M %Z}" if rule.held_from else "all"
-                    click.echo(f"{rule.table}: keep {rule.keep}; rows held from {held}")
+                    click.echo(f"{rule.table}: keep {_said(rule.keep)}; rows held from {held}")
                 if not found:
                     click.echo("no retention rules: every row is kept")
         finally:
             cur.close()
+
+
+def _said(keep: timedelta) -> str:
+    """'14 days', '1 day', '6:00:00' (hours), or both.
+
+    >>> _said(timedelta(days=14)), _said(timedelta(days=1)), _said(timedelta(hours=36))
+    ('14 days', '1 day', '1 day, 12:00:00')
+    """
+    if keep.seconds or keep.microseconds:
+        return str(keep)
+    return f"{keep.days} day{'s' if keep.days != 1 else ''}"
