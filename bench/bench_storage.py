@@ -30,95 +30,30 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
-import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from storage_others import store_parquet, store_prometheus  # bench/ is the script's folder
+from storage_samples import Size, Stored, batches, cluster_for, parse_sizes
 
 from warehouse.dynamic.shipped import install_shipped, shipped_folder
 from warehouse.engine import Engine
 from warehouse.query import execute
-from warehouse.simulate import SimConfig, simulate_cluster
 from warehouse.simulate.cluster import SimulatedCluster
 
-START = datetime(2026, 11, 1, tzinfo=UTC)
 V11_TABLE = """CREATE TABLE gpu_metrics (
     ts TIMESTAMPTZ NOT NULL, host VARCHAR NOT NULL, gpu INTEGER, uuid VARCHAR, model VARCHAR,
     metric VARCHAR NOT NULL, value DOUBLE, labels JSON,
     batch_id BIGINT DEFAULT nextval('wanka.batch_seq'))"""
 DEFAULT_SIZES = "1000:60:24,10000:60:24,10000:15:24,100000:60:6"
-
-
-@dataclass
-class Stored:
-    """One store's figures for one size."""
-
-    samples: int = 0
-    bytes: int | None = None
-    seconds: float = 0.0
-    refresh_s: dict[str, float] = field(default_factory=dict)
-    note: str = ""
-
-    @property
-    def per_sample(self) -> float | None:
-        return self.bytes / self.samples if self.bytes is not None and self.samples else None
-
-    @property
-    def rate(self) -> float | None:
-        return self.samples / self.seconds if self.seconds else None
-
-
-@dataclass(frozen=True)
-class Size:
-    gpus: int
-    interval_s: float
-    hours: float
-
-    @property
-    def label(self) -> str:
-        return f"{self.gpus:,} GPUs · {self.interval_s:g} s · {self.hours:g} h"
-
-
-def parse_sizes(text: str) -> list[Size]:
-    """'1000:60:24,10000:15:2' as sizes."""
-    found = []
-    for part in text.split(","):
-        gpus, interval, hours = part.split(":")
-        found.append(Size(int(gpus), float(interval), float(hours)))
-    return found
-
-
-def cluster_for(size: Size) -> SimulatedCluster:
-    return simulate_cluster(
-        SimConfig(
-            gpus=size.gpus, hours=size.hours, interval_s=size.interval_s, start=START, seed=16
-        )
-    )
-
-
-def batches(cluster: SimulatedCluster, hours: float | None = None) -> Iterator[pa.Table]:
-    """The window's samples as tables of ≤ 2M rows, the first `hours` only if given."""
-    limit = None
-    if hours is not None:
-        limit = START.timestamp() * 1e6 + hours * 3600e6
-    for batch in cluster.telemetry_batches(max_rows=2_000_000):
-        table = pa.Table.from_batches([batch])
-        if limit is not None:
-            first = table["ts"][0].value if hasattr(table["ts"][0], "value") else None
-            if first is not None and first >= limit:
-                return
-        yield table
 
 
 def used_bytes(con: duckdb.DuckDBPyConnection) -> int:
@@ -156,22 +91,32 @@ def refresh_all(eng: Engine, repeats: int) -> dict[str, float]:
     return times
 
 
-def store_wanka(folder: Path, cluster: SimulatedCluster, base: int, repeats: int) -> Stored:
+Insert = Callable[[duckdb.DuckDBPyConnection, pa.Table], int]
+
+
+def load_samples(
+    eng: Engine, cluster: SimulatedCluster, hours: float | None, insert: Insert
+) -> Stored:
+    """The samples (the first `hours` if given), a batch id and a transaction per simulator
+    batch, as ingest writes them; their count and the seconds it took."""
     out = Stored()
+    started = time.perf_counter()
+    for table in batches(cluster, hours):
+        with eng.transaction() as tx:
+            batch = tx.sql("SELECT nextval('wanka.batch_seq')").fetchall()[0][0]
+            rows = table.append_column("batch_id", pa.array([batch] * table.num_rows, pa.int64()))
+            out.samples += insert(tx, rows)
+    out.seconds = time.perf_counter() - started
+    return out
+
+
+def store_wanka(folder: Path, cluster: SimulatedCluster, base: int, repeats: int) -> Stored:
     with Engine(str(folder / "wanka.duckdb")) as eng:
         load_inventory(eng, cluster)
         install_shipped(eng)
-        cur = eng.cursor()
-        started = time.perf_counter()
-        for table in batches(cluster):
-            with eng.transaction() as tx:
-                batch = tx.sql("SELECT nextval('wanka.batch_seq')").fetchall()[0][0]
-                rows = table.append_column(
-                    "batch_id", pa.array([batch] * table.num_rows, pa.int64())
-                )
-                out.samples += eng.insert_arrow(tx, "gpu_metrics", rows)
-        out.seconds = time.perf_counter() - started
-        cur.close()
+        out = load_samples(
+            eng, cluster, None, lambda tx, rows: eng.insert_arrow(tx, "gpu_metrics", rows)
+        )
         out.bytes = used_bytes(eng.con) - base
         out.refresh_s = refresh_all(eng, repeats)
     return out
@@ -180,129 +125,23 @@ def store_wanka(folder: Path, cluster: SimulatedCluster, base: int, repeats: int
 def store_v11(
     folder: Path, cluster: SimulatedCluster, base: int, hours: float | None, repeats: int
 ) -> Stored:
-    out = Stored(note=f"first {hours:g} h" if hours is not None else "")
+    def insert(tx: duckdb.DuckDBPyConnection, rows: pa.Table) -> int:
+        tx.register("_rows", rows)
+        try:
+            found = tx.execute("INSERT INTO gpu_metrics BY NAME SELECT * FROM _rows")
+            return int(found.fetchall()[0][0])
+        finally:
+            tx.unregister("_rows")
+
     with Engine(str(folder / "v11.duckdb")) as eng:
-        cur = eng.cursor()
-        cur.execute("DROP VIEW gpu_metrics")
-        cur.execute(V11_TABLE)
+        eng.con.execute("DROP VIEW gpu_metrics")
+        eng.con.execute(V11_TABLE)
         load_inventory(eng, cluster)
         install_shipped(eng)
-        started = time.perf_counter()
-        for table in batches(cluster, hours):
-            with eng.transaction() as tx:
-                batch = tx.sql("SELECT nextval('wanka.batch_seq')").fetchall()[0][0]
-                rows = table.append_column(
-                    "batch_id", pa.array([batch] * table.num_rows, pa.int64())
-                )
-                tx.register("_rows", rows)
-                out.samples += tx.execute(
-                    "INSERT INTO gpu_metrics BY NAME SELECT * FROM _rows"
-                ).fetchall()[0][0]
-                tx.unregister("_rows")
-        out.seconds = time.perf_counter() - started
-        # the v11 schema had no series tables: count only what that layout holds
-        out.bytes = used_bytes(eng.con) - base
+        out = load_samples(eng, cluster, hours, insert)
+        out.note = f"first {hours:g} h" if hours is not None else ""
+        out.bytes = used_bytes(eng.con) - base  # the v11 layout, in today's schema
         out.refresh_s = refresh_all(eng, repeats)
-        cur.close()
-    return out
-
-
-def store_parquet(folder: Path, cluster: SimulatedCluster) -> Stored:
-    out = Stored()
-    path = folder / "samples.parquet"
-    writer: pq.ParquetWriter | None = None
-    started = time.perf_counter()
-    for table in batches(cluster):
-        plain = table.cast(
-            pa.schema(
-                [
-                    pa.field(f.name, pa.string() if pa.types.is_dictionary(f.type) else f.type)
-                    for f in table.schema
-                ]
-            )
-        )
-        if writer is None:
-            writer = pq.ParquetWriter(path, plain.schema, compression="zstd", compression_level=3)
-        writer.write_table(plain)
-        out.samples += plain.num_rows
-    if writer is not None:
-        writer.close()
-    out.seconds = time.perf_counter() - started
-    out.bytes = path.stat().st_size
-    path.unlink()
-    return out
-
-
-def write_openmetrics(cluster: SimulatedCluster, path: Path) -> int:
-    """Every sample as OpenMetrics text, one metric family after another (as the format asks)."""
-    families: dict[str, Path] = {}
-    handles = {}
-    count = 0
-    for table in batches(cluster):
-        frame = pl.from_arrow(table)
-        assert isinstance(frame, pl.DataFrame)
-        frame = frame.with_columns(
-            pl.col("host", "uuid", "model", "metric", "labels").cast(pl.String)
-        )
-        pods = frame["labels"].str.json_path_match("$.pod")
-        lines = frame.with_columns(
-            (
-                pl.col("metric")
-                + pl.lit('{gpu="')
-                + pl.col("gpu").cast(pl.String)
-                + pl.lit('",UUID="')
-                + pl.col("uuid")
-                + pl.lit('",modelName="')
-                + pl.col("model")
-                + pl.lit('",Hostname="')
-                + pl.col("host")
-                + pl.when(pods.is_not_null()).then(pl.lit('",pod="') + pods).otherwise(pl.lit(""))
-                + pl.lit('"} ')
-                + pl.col("value").cast(pl.String)
-                + pl.lit(" ")
-                + (pl.col("ts").dt.epoch("ms") / 1000).cast(pl.String)
-            ).alias("line")
-        )
-        for (metric,), part in lines.group_by("metric", maintain_order=True):
-            if metric not in handles:
-                families[metric] = path.with_suffix(f".{len(families)}.part")
-                handles[metric] = families[metric].open("w")
-            handles[metric].write("\n".join(part["line"].to_list()) + "\n")
-            count += part.height
-    for handle in handles.values():
-        handle.close()
-    with path.open("w") as out:
-        for metric, part in families.items():
-            out.write(f"# TYPE {metric} gauge\n")
-            with part.open() as src:
-                shutil.copyfileobj(src, out)
-            part.unlink()
-        out.write("# EOF\n")
-    return count
-
-
-def store_prometheus(folder: Path, cluster: SimulatedCluster, block: str) -> Stored:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        return Stored(note="promtool missing: apt-get install prometheus")
-    text = folder / "samples.om"
-    out = Stored()
-    out.samples = write_openmetrics(cluster, text)
-    tsdb = folder / "tsdb"
-    started = time.perf_counter()
-    done = subprocess.run(
-        [promtool, "tsdb", "create-blocks-from", "openmetrics", f"--max-block-duration={block}",
-         str(text), str(tsdb)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    out.seconds = time.perf_counter() - started
-    text.unlink()
-    if done.returncode != 0:
-        out.note = f"promtool failed: {done.stderr.strip()[-200:]}"
-        return out
-    out.bytes = sum(p.stat().st_size for p in tsdb.rglob("*") if p.is_file())
-    out.note = f"{len(list(tsdb.glob('01*')))} blocks"
-    shutil.rmtree(tsdb)
     return out
 
 
