@@ -119,17 +119,18 @@ def set_rule(
         return f"{table}: no retention (rows are kept)"
     interval = _interval(cur, keep)
     for dt in _readers(cur, table):
-        width = bucket_of(dt, table)
-        if width is None:
+        found = bucket_of(dt, table)
+        if found is None:
             raise UserError(
                 f"retention on {table} refused: dynamic table {dt.name} reads it without a time "
                 f"bucket key over {table}.{TIME_TABLES[table][0]}, so a full refresh after the "
                 "drop would lose what it derived from the dropped rows; give it such a key "
                 "(time_bucket or date_trunc in GROUP BY) or drop it first"
             )
-        if width[1] > interval:
+        written = found[2]
+        if _as_timedelta(cur.execute(f"SELECT {written}").fetchall()[0][0]) > interval:
             raise UserError(
-                f"retention {keep!r} on {table} is shorter than the {width[2]} buckets of "
+                f"retention {keep!r} on {table} is shorter than the {written} buckets of "
                 f"dynamic table {dt.name}: its last bucket would lose rows while still filling"
             )
     held = held_from(cur, table)  # what an earlier rule dropped stays dropped
@@ -182,9 +183,9 @@ def apply(
     return done
 
 
-def bucket_of(dt: DynamicTable, table: str) -> tuple[int, timedelta, str, exp.Expression] | None:
-    """(key index, width, width as written, key) of `dt`'s time bucket key over `table`'s time
-    column, or None."""
+def bucket_of(dt: DynamicTable, table: str) -> tuple[int, exp.Expression, str] | None:
+    """(key index, key, its width as SQL) of `dt`'s time bucket key over `table`'s time column,
+    or None."""
     select = sqlglot.parse_one(dt.plan.query, read="duckdb")
     if not isinstance(select, exp.Select) or not select.args.get("group"):
         return None
@@ -196,7 +197,7 @@ def bucket_of(dt: DynamicTable, table: str) -> tuple[int, timedelta, str, exp.Ex
             continue
         col, width = bucket
         if col.name.lower() == column and (not col.table or col.table.lower() in names):
-            return i, _width(width), width.sql("duckdb"), key
+            return i, key, width.sql("duckdb")
     return None
 
 
@@ -219,7 +220,7 @@ def held_range(
                 f"{held:%Y-%m-%d %H:%M} (retention), and without a time bucket key over it a "
                 "full refresh would erase what it derived from the dropped rows"
             )
-        index, _width_td, written, key = found
+        index, key, written = found
         boundary = _boundary(cur, key, held)
         reason = (
             f"recomputed from {boundary:%Y-%m-%d %H:%M %Z} on: {table} holds rows only from "
@@ -278,15 +279,6 @@ def _interval(cur: duckdb.DuckDBPyConnection, keep: str) -> timedelta:
     if found <= timedelta(0):
         raise UserError(f"retention {keep!r} must be longer than nothing")
     return found
-
-
-def _width(width: exp.Expression) -> timedelta:
-    text = width.sql("duckdb")
-    con = duckdb.connect()
-    try:
-        return _as_timedelta(con.execute(f"SELECT {text}").fetchall()[0][0])
-    finally:
-        con.close()
 
 
 def _as_timedelta(value: object) -> timedelta:

@@ -205,19 +205,21 @@ def held_full(cur: duckdb.DuckDBPyConnection, name: str, plan: Plan, key: int) -
 def _batches_of(source: str) -> exp.Table:
     """Where `source`'s newest batch id is read: the table itself, or for gpu_metrics the log
     of its sample inserts (a scan of the samples would walk every row group's zone map)."""
-    if telemetry.is_view(source):
-        schema, name = telemetry.BATCHES.split(".")
-        return exp.Table(this=exp.to_identifier(name, quoted=True), db=schema)
-    return exp.Table(this=exp.to_identifier(source, quoted=True))
+    return _stored(source, telemetry.BATCHES, db="")
 
 
 def _rows_of(source: str) -> exp.Table:
     """The table whose count(*) is `source`'s: gpu_metrics is a view, its samples are a table
     (DuckDB counts a table from its metadata, a view by running it)."""
+    return _stored(source, telemetry.SAMPLES, db="main")
+
+
+def _stored(source: str, for_view: str, db: str) -> exp.Table:
+    """`source` as a table (in `db`, if given), or `for_view` ('schema.table') for gpu_metrics."""
     if telemetry.is_view(source):
-        schema, name = telemetry.SAMPLES.split(".")
+        schema, name = for_view.split(".")
         return exp.Table(this=exp.to_identifier(name, quoted=True), db=schema)
-    return exp.Table(this=exp.to_identifier(source, quoted=True), db="main")
+    return exp.Table(this=exp.to_identifier(source, quoted=True), db=db or None)
 
 
 def _k(count: int) -> list[exp.Column]:
