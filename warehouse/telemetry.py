@@ -69,8 +69,15 @@ def clear(cur: duckdb.DuckDBPyConnection, table: str) -> None:
 def insert(cur: duckdb.DuckDBPyConnection, data: pa.Table | pa.RecordBatchReader) -> int:
     """Append gpu_metrics rows (columns matched by name; missing ones are null, a missing
     batch_id one new batch id for all); returns the rows written."""
-    if isinstance(data, pa.RecordBatchReader):
-        return sum(insert(cur, pa.Table.from_batches([b])) for b in data)
+    if isinstance(data, pa.RecordBatchReader):  # a stream: one batch id for all of it too
+        batch_id = None if "batch_id" in data.schema.names else _next_batch(cur)
+        written = 0
+        for part in data:
+            rows = pa.Table.from_batches([part])
+            if batch_id is not None:
+                rows = rows.append_column("batch_id", pa.array([batch_id] * rows.num_rows))
+            written += insert(cur, rows)
+        return written
     unknown = [c for c in data.schema.names if c not in COLUMNS]
     if unknown:
         raise UserError(f"gpu_metrics has no column {unknown[0]!r} (columns: {', '.join(COLUMNS)})")
@@ -95,10 +102,8 @@ def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
 
     rows = f"(SELECT {', '.join(column(c) for c in COLUMNS)} FROM {relation})"
     labels = ", ".join(LABEL_COLUMNS)
-    if "batch_id" in names:
-        batch = "x.batch_id"
-    else:  # one statement, one batch (an ingest always gives its own)
-        batch = str(int(cur.execute("SELECT nextval('wanka.batch_seq')").fetchall()[0][0]))
+    # one statement, one batch (an ingest always gives its own)
+    batch = "x.batch_id" if "batch_id" in names else str(_next_batch(cur))
     try:
         cur.execute(
             f"INSERT INTO {SERIES} (series_id, {labels}) "
@@ -119,6 +124,10 @@ def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
     except duckdb.ConstraintException as error:
         raise UserError(_null_message(str(error))) from None
     return int(written[0][0])
+
+
+def _next_batch(cur: duckdb.DuckDBPyConnection) -> int:
+    return int(cur.execute("SELECT nextval('wanka.batch_seq')").fetchall()[0][0])
 
 
 def _null_message(error: str) -> str:
