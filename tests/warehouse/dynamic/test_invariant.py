@@ -17,8 +17,10 @@ from warehouse.query import execute
 QUERIES = {
     "rollup": (
         "SELECT time_bucket(INTERVAL '1 hour', ts) AS hour, host, avg(value) AS a, "
-        "sum(value) AS s, count(*) AS n, count(value) AS nv, min(value) AS mn, max(value) AS mx "
-        "FROM gpu_metrics WHERE metric <> 'X' GROUP BY ALL"
+        "sum(value) AS s, count(*) AS n, count(value) AS nv, min(value) AS mn, max(value) AS mx, "
+        # the last and first value; the value breaks ties of ts, so a recompute picks the same
+        "arg_max(value, (ts, value)) AS last, arg_min(value, (ts, value)) FILTER "
+        "(WHERE metric = 'U') AS first_u FROM gpu_metrics WHERE metric <> 'X' GROUP BY ALL"
     ),
     "filter": "SELECT ts, host, value * 2 AS v FROM gpu_metrics WHERE value > 0.5 OR value IS NULL",
     # a 'groups' plan; gpu is always NULL here: a NULL group key

@@ -2,11 +2,12 @@
 
 The dynamic table `main.<name>` holds exactly the query's columns. Its per-group state lives
 in `wanka."dt_<name>_state"`: the group keys (k0, k1, ...), the group's row count (__rows), one
-or two columns per aggregate (avg keeps sum and count) and __wm, the high watermark of the
-refresh that last touched the group. A refresh aggregates the delta to one row per key (DuckDB
-MERGE silently accepts duplicate source keys), MERGEs it into the state (sums and counts add,
-min and max combine), then rewrites the visible rows of the groups whose __wm is this refresh's
-— all in one transaction.
+or two columns per aggregate (avg keeps sum and count; arg_max and arg_min keep the value and
+its key) and __wm, the high watermark of the refresh that last touched the group. A refresh
+aggregates the delta to one row per key (DuckDB MERGE silently accepts duplicate source keys),
+MERGEs it into the state (sums and counts add, min and max combine, arg_max keeps the value of
+the larger key), then rewrites the visible rows of the groups whose __wm is this refresh's —
+all in one transaction.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ class StateColumn:
 
     name: str
     aggregate: exp.Expression
-    combine: str  # 'add' | 'min' | 'max'
+    combine: str  # 'add' | 'min' | 'max' | 'arg_max' | 'arg_min'
+    by: str | None = None  # arg_max / arg_min: the state column holding the key of the value
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,32 @@ def _with_filter(template: exp.Expression, agg: exp.Expression) -> exp.Expressio
     return agg
 
 
+def _key_of(node: exp.Expression, agg: exp.ArgMax | exp.ArgMin) -> exp.Expression:
+    """max (or min) of the key over the rows arg_max (arg_min) chooses among: those where the
+    value and the key are not NULL and the aggregate's FILTER holds."""
+    arg, key = agg.this, agg.expression
+    pick = exp.Max if isinstance(agg, exp.ArgMax) else exp.Min
+    counted = exp.and_(
+        *([node.expression.this.copy()] if isinstance(node, exp.Filter) else []),
+        exp.Not(this=exp.Is(this=arg.copy(), expression=exp.Null())),
+    )
+    return exp.Filter(this=pick(this=key.copy()), expression=exp.Where(this=counted))
+
+
 def _state_for(node: exp.Expression, index: int) -> tuple[list[StateColumn], exp.Expression]:
     """State columns for one aggregate and the expression that reads its value back."""
     agg = _agg_of(node)
     assert agg is not None
     arg = agg.this
     prefix = f"a{index}"
+    if isinstance(agg, exp.ArgMax | exp.ArgMin):
+        kind = "arg_max" if isinstance(agg, exp.ArgMax) else "arg_min"
+        key = StateColumn(
+            f"{prefix}_key", _key_of(node, agg), "max" if kind == "arg_max" else "min"
+        )
+        value = StateColumn(f"{prefix}_{kind}", node.copy(), kind, by=key.name)
+        # the value first: the MERGE's SET reads the old key, which the key's SET replaces
+        return [value, key], exp.column(value.name, "s")
     if isinstance(agg, exp.Avg):
         total = StateColumn(f"{prefix}_sum", _with_filter(node, exp.Sum(this=arg.copy())), "add")
         count = StateColumn(
@@ -112,6 +134,9 @@ def plan_aggregate(select: exp.Select, state_table: exp.Table) -> AggregatePlan:
     visible = visible.where(touched)
     if having_read is not None:
         visible = visible.where(having_read)
+    # written in key order, the time bucket (by convention the first key) last: a group's rows
+    # side by side, so their strings compress as runs (63 MB instead of 79 for 4.4M rows)
+    visible = visible.order_by(*(exp.column(k, "s") for k in [*keys[1:], *keys[:1]]))
     return AggregatePlan(
         keys=keys,
         key_positions=key_positions(select),

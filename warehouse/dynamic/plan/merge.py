@@ -7,8 +7,18 @@ from sqlglot import exp
 from warehouse.dynamic.plan.aggregate import AggregatePlan
 
 
-def _combine(kind: str, name: str) -> exp.Expression:
+def _combine(kind: str, name: str, by: str | None = None) -> exp.Expression:
     old, new = exp.column(name, "s"), exp.column(name, "d")
+    if by is not None:
+        # arg_max: the value whose key is the larger (on a tie the value already held stays);
+        # a part whose key is NULL saw no value. SET reads the row as it was before the MERGE.
+        old_key, new_key = exp.column(by, "s"), exp.column(by, "d")
+        wins = exp.GT if kind == "arg_max" else exp.LT
+        newer = exp.or_(
+            exp.Is(this=old_key, expression=exp.Null()),
+            wins(this=new_key, expression=old_key.copy()),
+        )
+        return exp.If(this=newer, true=new, false=old)
     if kind in ("min", "max"):
         # DuckDB's least/greatest skip NULLs; sqlglot's Least would render a NULL-propagating CASE
         return exp.Anonymous(this="least" if kind == "min" else "greatest", expressions=[old, new])
@@ -35,8 +45,10 @@ def merge(plan: AggregatePlan, state_table: exp.Table) -> exp.Merge:
         else exp.true()
     )
     names = [*plan.keys, "__rows", *(c.name for c in plan.columns)]
-    combined = [("__rows", "add"), *((c.name, c.combine) for c in plan.columns)]
-    sets = [exp.EQ(this=exp.column(n), expression=_combine(kind, n)) for n, kind in combined]
+    combined = [("__rows", "add", None), *((c.name, c.combine, c.by) for c in plan.columns)]
+    sets = [
+        exp.EQ(this=exp.column(n), expression=_combine(kind, n, by)) for n, kind, by in combined
+    ]
     sets.append(exp.EQ(this=exp.column("__wm"), expression=exp.Placeholder(this="hi")))
     insert = exp.Insert(
         this=exp.Tuple(expressions=[exp.column(n) for n in [*names, "__wm"]]),

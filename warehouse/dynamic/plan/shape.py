@@ -11,7 +11,7 @@ from sqlglot import exp
 from warehouse.tables import REFERENCE
 
 #: Aggregates whose value over old + new rows follows from their values over each part.
-DECOMPOSABLE = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
+DECOMPOSABLE = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg, exp.ArgMax, exp.ArgMin)
 
 #: Aggregates whose value depends on the order rows are read in: a recompute may differ.
 ORDER_DEPENDENT = (exp.AnyValue, exp.First, exp.Last)
@@ -20,7 +20,8 @@ ORDER_DEPENDENT = (exp.AnyValue, exp.First, exp.Last)
 def _not_decomposable(agg: exp.AggFunc) -> bool:
     """count(DISTINCT), quantiles, list, string_agg, UDF aggregates: recompute their groups."""
     distinct = isinstance(agg.this, exp.Distinct) or agg.find(exp.Distinct) is not None
-    return distinct or not isinstance(agg, DECOMPOSABLE)
+    top_n = isinstance(agg, exp.ArgMax | exp.ArgMin) and agg.args.get("count") is not None
+    return distinct or top_n or not isinstance(agg, DECOMPOSABLE)
 
 
 def source_tables(select: exp.Expression) -> list[str]:
