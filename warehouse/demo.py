@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from warehouse import telemetry
+from warehouse import telemetry, telemetry_tiers
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.engine import Engine
 from warehouse.ingest import ReadOptions, ingest
@@ -162,6 +162,9 @@ def build_demo(
             [json.dumps(wanted, sort_keys=True)],
         )
     install_shipped(engine, refresh_existing=True)  # the shipped dynamic tables, fresh
+    cur = engine.cursor()
+    telemetry_tiers.fold(cur)  # and the downsampling tiers
+    cur.close()
     summary.rows = _row_counts(engine)
     summary.seconds = time.perf_counter() - started
     return summary

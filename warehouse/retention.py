@@ -23,7 +23,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from warehouse import telemetry
+from warehouse import telemetry, telemetry_tiers
 from warehouse.dynamic import catalog
 from warehouse.dynamic.catalog import DynamicTable
 from warehouse.dynamic.plan.groups import bucket_width
@@ -146,10 +146,14 @@ def set_rule(
 def apply(
     cur: duckdb.DuckDBPyConnection, now: datetime | None = None, *, step: timedelta = STEP
 ) -> list[Applied]:
-    """Drop what every rule says is too old; one transaction per `step` of dropped time."""
+    """Drop what every rule says is too old; one transaction per `step` of dropped time. The
+    downsampling tiers fold every sample first: what retention drops, they already hold."""
     now = now or datetime.now(UTC)
     done = []
-    for rule in rules(cur):
+    ruled = rules(cur)
+    if any(rule.table == telemetry.VIEW for rule in ruled):
+        telemetry_tiers.fold(cur)
+    for rule in ruled:
         column, stored = TIME_TABLES[rule.table]
         cutoff = now - rule.keep
         if rule.held_from is not None and cutoff < rule.held_from + GRAIN:

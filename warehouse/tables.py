@@ -15,9 +15,9 @@ from functools import cache
 from warehouse import catalog
 
 _HEADER = re.compile(r"^-- table (?P<name>\w+): (?P<roles>.+)$")
-_CREATE = re.compile(r"^CREATE TABLE (?P<name>\w+)\b", re.I)
+_CREATE = re.compile(r"^CREATE (TABLE|VIEW) (?P<name>\w+)\b", re.I)
 _KEY = re.compile(r"^key \((?P<columns>[\w, ]+)\)$")
-ROLES = ("tracked", "reference", "demo", "lake")
+ROLES = ("tracked", "reference", "demo", "lake", "view")
 
 
 @dataclass(frozen=True)
@@ -29,14 +29,16 @@ class Table:
     reference: bool = False
     demo: bool = False
     lake: bool = False
+    view: bool = False  # a view over wanka's own tables, read only
     key: tuple[str, ...] = ()  # ingest replaces rows with the same key
 
 
 def parse_roles(name: str, text: str, where: str) -> Table:
     """A `-- table NAME: roles` line's roles.
 
-    >>> parse_roles("jobs", "tracked; key (job_id, step); lake", "x.sql:1")
-    Table(name='jobs', tracked=True, reference=False, demo=False, lake=True, key=('job_id', 'step'))
+    >>> found = parse_roles("jobs", "tracked; key (job_id, step); lake", "x.sql:1")
+    >>> found.tracked, found.lake, found.view, found.key
+    (True, True, False, ('job_id', 'step'))
     """
     flags: dict[str, bool] = {}
     key: tuple[str, ...] = ()

@@ -7,6 +7,7 @@ why. Reads need nothing from here. Writes do, as DuckDB cannot write through a v
 - `insert` appends gpu_metrics-shaped Arrow rows: the label sets not yet known become series
   (ids in metric, host, gpu, ... order), then every row becomes a sample of its series, in the
   order the rows came (a scrape's samples stay metric by metric, as DuckDB compresses best).
+- the downsampling tiers follow on the scheduler (`warehouse.telemetry_tiers`).
 - `rewrite` turns an INSERT, UPDATE or DELETE whose target is gpu_metrics into statements on the
   two tables; `warehouse.query` runs them in place of the user's.
 """
@@ -19,6 +20,7 @@ import threading
 import duckdb
 import pyarrow as pa
 
+from warehouse import telemetry_tiers
 from warehouse.errors import UserError
 
 VIEW = "gpu_metrics"
@@ -62,6 +64,7 @@ def clear(cur: duckdb.DuckDBPyConnection, table: str) -> None:
         cur.execute(f"DELETE FROM {SAMPLES}")
         cur.execute(f"DELETE FROM {SERIES}")
         cur.execute(f"DELETE FROM {BATCHES}")
+        telemetry_tiers.clear(cur)
     else:
         cur.execute(f'DELETE FROM "{table}"')
 
@@ -112,10 +115,13 @@ def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
             f"WHERE NOT EXISTS (SELECT 1 FROM {SERIES} r WHERE {_SAME_SERIES}) "
             f"ORDER BY {labels})"
         )
+        # a label set has one series, except where two transactions added it at once (neither
+        # saw the other's): then its samples go to the first, and a fold merges the others
         written = cur.execute(
             f"INSERT INTO {SAMPLES} (series_id, ts, value, batch_id) "
             f"SELECT r.series_id, x.ts, x.value, {batch} FROM {rows} AS x "
-            f"JOIN {SERIES} r ON {_SAME_SERIES}"
+            f"JOIN (SELECT min(series_id) AS series_id, {labels} FROM {SERIES} GROUP BY ALL) r "
+            f"ON {_SAME_SERIES}"
         ).fetchall()
         cur.execute(
             f"INSERT INTO {BATCHES} SELECT {batch}, count(*), min(ts), max(ts) FROM {rows} AS x "

@@ -11,7 +11,9 @@ transaction:
 - UPDATE: the same, for SET of value, ts or batch_id. The other columns name the series a
   sample belongs to; changing them is a DELETE and an INSERT, and is refused with that advice.
 
-The triggers on wanka.gpu_samples log each statement as a change of gpu_metrics, as before.
+The triggers on wanka.gpu_samples log each statement as a change of gpu_metrics, as before;
+the samples an UPDATE or DELETE touches are noted for the downsampling tiers to rebuild
+(`telemetry_tiers.mark`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from warehouse import telemetry
+from warehouse import telemetry, telemetry_tiers
 from warehouse.errors import UserError
 
 Params = Sequence[Any] | dict[str, Any] | None
@@ -50,17 +52,25 @@ def run(cur: duckdb.DuckDBPyConnection, text: str, params: Params) -> int:
     if isinstance(tree, exp.Insert):
         return _insert(cur, tree, params)
     if isinstance(tree, exp.Delete):
-        return _changed(cur, _delete_sql(tree), params)
+        return _changed(cur, *_delete_sql(tree), params)
     if isinstance(tree, exp.Update):
-        return _changed(cur, _update_sql(tree), params)
+        return _changed(cur, *_update_sql(tree), params)
     if isinstance(tree, exp.TruncateTable):
-        return _changed(cur, f"DELETE FROM {telemetry.SAMPLES}", None)
+        keys = f"SELECT series_id, ts FROM {telemetry.SAMPLES}"
+        return _changed(cur, f"DELETE FROM {telemetry.SAMPLES}", keys, None)
     raise UserError(f"this statement cannot write gpu_metrics: {text[:80]}")
 
 
-def _changed(cur: duckdb.DuckDBPyConnection, sql: str, params: Params) -> int:
+def _run(cur: duckdb.DuckDBPyConnection, sql: str, params: Params) -> int:
     rows = cur.execute(sql, params).fetchall() if params else cur.execute(sql).fetchall()
     return int(rows[0][0]) if rows else 0
+
+
+def _changed(cur: duckdb.DuckDBPyConnection, sql: str, keys: str, params: Params) -> int:
+    """Run an UPDATE or DELETE of samples, first noting the series and times it touches
+    (`keys`, before and after) for the tiers to rebuild."""
+    telemetry_tiers.mark(cur, keys, params)
+    return _run(cur, sql, params)
 
 
 def _insert(cur: duckdb.DuckDBPyConnection, tree: exp.Insert, params: Params) -> int:
@@ -121,17 +131,33 @@ def _names(tree: exp.Insert, given: list[str], found: list[str]) -> list[str]:
     return names
 
 
-def _delete_sql(tree: exp.Delete) -> str:
+def _keys(tables: str, where: str, sets: dict[str, str] | None = None) -> str:
+    """The series and times of the samples a statement touches (and where an UPDATE of ts
+    moves them), as the tiers need them. An UPDATE's SET expressions are all selected, in
+    their order, so that the statement's parameters bind here as they do there."""
+    sets = sets or {}
+    times = f"[gpu_samples.ts, {sets['ts']}]" if "ts" in sets else "[gpu_samples.ts]"
+    extra = "".join(f", {value} AS _set{i}" for i, value in enumerate(sets.values()))
+    rows = (
+        f"SELECT gpu_samples.series_id, unnest({times}) AS ts{extra} "
+        f"FROM {telemetry.SAMPLES}, {tables} WHERE {_JOIN}{where}"
+    )
+    return f"SELECT series_id, ts FROM ({rows})"
+
+
+def _delete_sql(tree: exp.Delete) -> tuple[str, str]:
     alias = _alias(tree.this)
     where = _where(tree, alias)
     using = [u.sql(dialect="duckdb") for u in tree.args.get("using") or []]
     tables = ", ".join([telemetry.SERIES, *using])
-    return f"DELETE FROM {telemetry.SAMPLES} USING {tables} WHERE {_JOIN}{where}"
+    delete = f"DELETE FROM {telemetry.SAMPLES} USING {tables} WHERE {_JOIN}{where}"
+    return delete, _keys(tables, where)
 
 
-def _update_sql(tree: exp.Update) -> str:
+def _update_sql(tree: exp.Update) -> tuple[str, str]:
     alias = _alias(tree.this)
     sets = []
+    values: dict[str, str] = {}
     for assignment in tree.expressions:
         column = assignment.this
         name = column.name if isinstance(column, exp.Column) else str(column)
@@ -142,12 +168,14 @@ def _update_sql(tree: exp.Update) -> str:
             )
         value = _requalified(assignment.expression, alias)
         sets.append(f"{name} = {value.sql(dialect='duckdb')}")
+        values[name] = value.sql(dialect="duckdb")
     extra = tree.args.get("from")
     tables = telemetry.SERIES + (
         ", " + ", ".join(e.sql(dialect="duckdb") for e in extra.expressions) if extra else ""
     )
     where = _where(tree, alias)
-    return f"UPDATE {telemetry.SAMPLES} SET {', '.join(sets)} FROM {tables} WHERE {_JOIN}{where}"
+    update = f"UPDATE {telemetry.SAMPLES} SET {', '.join(sets)} FROM {tables} WHERE {_JOIN}{where}"
+    return update, _keys(tables, where, values)
 
 
 def _alias(target: exp.Expression) -> str:

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import run_wanka
-from warehouse import retention
+from warehouse import retention, telemetry_tiers
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.engine import Engine
 from warehouse.errors import UserError
@@ -30,13 +30,16 @@ DAILY_JOIN = (
 )
 
 
-def _insert(eng: Engine, first_minute: int, count: int, step_min: int = 37) -> None:
+def _insert(
+    eng: Engine, first_minute: int, count: int, step_min: int = 37, second: int = 0
+) -> None:
+    """`count` power samples every `step_min` minutes from `first_minute` (+ `second` s) on."""
     execute(
         eng.cursor(),
         "INSERT INTO gpu_metrics (ts, host, metric, value) SELECT TIMESTAMPTZ '2026-11-01' + "
-        "to_minutes(CAST($f + i * $s AS BIGINT)), 'h' || i % 3, 'P', i % 17 "
-        "FROM range($n) t(i)",
-        {"f": first_minute, "s": step_min, "n": count},
+        "to_minutes(CAST($f + i * $s AS BIGINT)) + to_seconds($sec), 'h' || i % 3, "
+        "'DCGM_FI_DEV_POWER_USAGE', i % 17 FROM range($n) t(i)",
+        {"f": first_minute, "s": step_min, "n": count, "sec": second},
     ).read_all()
 
 
@@ -120,6 +123,27 @@ def test_a_drop_is_not_a_change_and_full_refreshes_keep_the_dropped_range(eng: E
         assert "recomputed from" in history
 
 
+#: What the property test checks: a user's hourly rollup (a dynamic table, refreshed) and the
+#: downsampling tiers (kept at every write), each with the query it must equal where raw rows are
+#: held, and its bucket width.
+TIERS = {
+    "hourly": (
+        "SELECT time_bucket(INTERVAL '1 hour', ts) AS hour, host, sum(value), count(*), "
+        "min(value), max(value) FROM gpu_metrics GROUP BY ALL",
+        timedelta(hours=1),
+    ),
+    "gpu_metrics_1m": (telemetry_tiers.RECOMPUTE["gpu_metrics_1m"], timedelta(minutes=1)),
+    "gpu_metrics_1h": (telemetry_tiers.RECOMPUTE["gpu_metrics_1h"], timedelta(hours=1)),
+}
+
+
+def _ceil(moment: datetime, width: timedelta) -> datetime:
+    """The first bucket start of `width` at or after `moment` (buckets from the epoch)."""
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    steps = -((epoch - moment) // width)
+    return epoch + steps * width
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     keep_days=st.integers(1, 9),
@@ -134,30 +158,38 @@ def test_each_tier_equals_the_raw_recompute_where_raw_rows_are_held_and_never_ch
         cur = eng.cursor()
         _insert(eng, 0, 14 * 24 * 60 // step_min, step_min)
         execute(cur, HOURLY).read_all()
-        reference = _rows(eng, "SELECT * FROM hourly")
+        telemetry_tiers.fold(cur)
+        reference = {name: _rows(eng, f"SELECT * FROM {name}") for name in TIERS}
         retention.set_rule(cur, "gpu_metrics", f"{keep_days} days")
         now = START + timedelta(hours=now_hours)
         retention.apply(cur, now)
-        _insert(eng, now_hours * 60 - later, 40, 11)  # new rows, some late, some past now
+        # new rows, some late, some past now; 30 s off the old ones, so no series has two
+        # samples at one time (where the last value would be either)
+        _insert(eng, now_hours * 60 - later, 40, 11, second=30)
+        # changes of held rows: the tiers rebuild the buckets they touch, and only those
+        for change in (
+            "DELETE FROM gpu_metrics WHERE value = 3",
+            "UPDATE gpu_metrics SET value = value + 100 WHERE value = 5",
+            "UPDATE gpu_metrics SET ts = ts + INTERVAL 20 SECOND WHERE value = 7",
+        ):
+            execute(cur, change).read_all()
+        telemetry_tiers.fold(cur)
         for full in (False, True, False):
             execute(cur, f"REFRESH DYNAMIC TABLE hourly{' FULL' if full else ''}").read_all()
-            held = retention.held_from(cur, "gpu_metrics")
-            assert held is not None
-            boundary = (
-                held
-                if held.minute == 0 and held.second == 0
-                else (held.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1))
-            )
-            kept = [r for r in _rows(eng, "SELECT * FROM hourly") if _hour(r) < boundary]
-            assert kept == [r for r in reference if _hour(r) < boundary]
-            recomputed = _rows(
-                eng,
-                "SELECT * FROM (SELECT time_bucket(INTERVAL '1 hour', ts) AS hour, host, "
-                "sum(value), count(*), min(value), max(value) FROM gpu_metrics GROUP BY ALL) "
-                f"WHERE hour >= TIMESTAMPTZ '{boundary.isoformat()}'",
-            )
-            held_rows = [r for r in _rows(eng, "SELECT * FROM hourly") if _hour(r) >= boundary]
-            assert held_rows == recomputed
+            for name, (query, width) in TIERS.items():
+                held = retention.held_from(cur, "gpu_metrics")
+                assert held is not None
+                boundary = _ceil(held, width)
+                got = _rows(eng, f"SELECT * FROM {name}")
+                kept = [r for r in got if _hour(r) < boundary]
+                assert kept == [r for r in reference[name] if _hour(r) < boundary], name
+                first = cur.execute(f"SELECT * FROM ({query}) LIMIT 0").description[0][0]
+                recomputed = _rows(
+                    eng,
+                    f"SELECT * FROM ({query}) "
+                    f"WHERE {first} >= TIMESTAMPTZ '{boundary.isoformat()}'",
+                )
+                assert [r for r in got if _hour(r) >= boundary] == recomputed, name
 
 
 def test_wanka_retention_sets_lists_and_applies(tmp_path: Path) -> None:

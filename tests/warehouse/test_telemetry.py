@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from warehouse import telemetry_tiers
 from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.query import execute
@@ -182,6 +183,10 @@ def test_a_file_written_by_version_11_migrates_in_place_with_every_row_and_label
             if select:
                 theirs = sorted(cur.sql(select).fetchall(), key=repr)
                 assert sorted(cur.sql(f'SELECT * FROM "{name}"').fetchall(), key=repr) == theirs
+        # the tiers (version 13) were built from the samples the file held
+        for tier, recompute in telemetry_tiers.RECOMPUTE.items():
+            held = sorted(cur.sql(f"SELECT * FROM {tier}").fetchall(), key=repr)
+            assert held and held == sorted(cur.sql(recompute).fetchall(), key=repr), tier
         # and new writes land in the new layout
         execute(
             cur,

@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 
 import duckdb
 
+from warehouse import telemetry_tiers
 from warehouse.dynamic import catalog
 from warehouse.dynamic.history import RefreshResult, backoff
 from warehouse.dynamic.refresh import RefreshFailed, refresh
@@ -154,6 +155,7 @@ def run_due(
             cur.close()
     con = target
     run_at = now or datetime.now(UTC)
+    telemetry_tiers.fold(con)  # the downsampling tiers first: they follow every batch
     tables = entries(con)
     if name is not None:
         name = catalog.check_name(name)

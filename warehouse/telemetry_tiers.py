@@ -1,0 +1,226 @@
+"""The downsampling tiers of telemetry, folded from the samples on the scheduler.
+
+`wanka.gpu_tier_1m` and `wanka.gpu_tier_1h` hold, per series and bucket, the exact partial
+states of its samples with a value (sql/schema/0013_telemetry_tiers.sql says what each column
+is, and why a bucket of one sample stores only its sum). Writers only append: an insert adds
+samples; an UPDATE or DELETE of gpu_metrics also appends the series and times it touched to
+`wanka.tier_dirty` (`mark`). `fold`, one transaction, run before every scheduler pass, before
+retention drops anything, and by `wanka refresh`:
+
+1. the samples of batches past the tiers' watermark (`wanka.tier_state`), grouped by series and
+   bucket, are MERGEd into the tiers — counts and sums add, min and max combine, the last value
+   is the one with the later time (of equal times, the larger value);
+2. the buckets of the dirty keys are rebuilt from the samples, except buckets that begin before
+   what retention still holds whole: their raw samples are partly gone, and what the tier holds
+   for them is all that is left.
+
+So no writer's transaction updates a tier row (two transactions updating one bucket would
+conflict), and the tiers lag the samples by one scheduler pass.
+
+`RECOMPUTE` is each tier's rows as a query over gpu_metrics, for tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime
+
+import duckdb
+
+#: Each tier's table and bucket width.
+TIERS = {"wanka.gpu_tier_1m": "1 minute", "wanka.gpu_tier_1h": "1 hour"}
+#: A tier row's columns, in their table's order.
+COLUMNS = (
+    "series_id",
+    "bucket",
+    "samples",
+    "value_sum",
+    "value_min",
+    "value_max",
+    "value_last",
+    "last_ts",
+)
+
+
+def _rows(width: str, source: str) -> str:
+    """Tier rows of the samples of `source` (series_id, ts, value) at bucket `width`."""
+    several = "CASE WHEN count(*) > 1 THEN {} END"
+    return (
+        f"SELECT series_id, time_bucket(INTERVAL '{width}', ts) AS bucket, "
+        "count(*)::INTEGER AS samples, sum(value) AS value_sum, "
+        f"{several.format('min(value)')} AS value_min, "
+        f"{several.format('max(value)')} AS value_max, "
+        f"{several.format('arg_max(value, (ts, value))')} AS value_last, max(ts) AS last_ts "
+        f"FROM {source} WHERE value IS NOT NULL GROUP BY 1, 2"
+    )
+
+
+def _merge(table: str, width: str, source: str) -> str:
+    def full(side: str, name: str) -> str:  # NULL min/max/last: a bucket of one sample
+        return f"coalesce({side}.{name}, {side}.value_sum)"
+
+    later = (
+        f"d.last_ts > t.last_ts OR (d.last_ts = t.last_ts "
+        f"AND {full('d', 'value_last')} > {full('t', 'value_last')})"
+    )
+    sets = ", ".join(
+        [
+            "samples = t.samples + d.samples",
+            "value_sum = t.value_sum + d.value_sum",
+            f"value_min = least({full('t', 'value_min')}, {full('d', 'value_min')})",
+            f"value_max = greatest({full('t', 'value_max')}, {full('d', 'value_max')})",
+            f"value_last = CASE WHEN {later} THEN {full('d', 'value_last')} "
+            f"ELSE {full('t', 'value_last')} END",
+            "last_ts = greatest(t.last_ts, d.last_ts)",
+        ]
+    )
+    return (
+        f"MERGE INTO {table} AS t USING ({_rows(width, source)} ORDER BY 2, 1) AS d "
+        "ON t.series_id = d.series_id AND t.bucket = d.bucket "
+        f"WHEN MATCHED THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED THEN INSERT ({', '.join(COLUMNS)}) "
+        f"VALUES ({', '.join('d.' + c for c in COLUMNS)})"
+    )
+
+
+def fold(cur: duckdb.DuckDBPyConnection) -> int:
+    """Bring the tiers up to the newest samples, in one transaction; the batches folded."""
+    cur.execute("BEGIN TRANSACTION")  # not engine.transaction: engine imports telemetry, us
+    try:
+        folded = _fold(cur)
+        cur.execute("COMMIT")
+        return folded
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):
+            cur.execute("ROLLBACK")
+        raise
+
+
+def _fold(cur: duckdb.DuckDBPyConnection) -> int:
+    """Merge the new batches, rebuild the dirty buckets; the batches folded."""
+    _merge_twins(cur)
+    [(low, high, dirty)] = cur.execute(
+        "SELECT (SELECT watermark FROM wanka.tier_state), "
+        "(SELECT max(batch_id) FROM wanka.sample_batches), "
+        "EXISTS (SELECT 1 FROM wanka.tier_dirty)"
+    ).fetchall()
+    if high is None or high <= low:
+        if dirty:
+            _recompute(cur)
+        return 0
+    window = {"lo": low, "hi": high}
+    source = (
+        "(SELECT series_id, ts, value FROM wanka.gpu_samples "
+        "WHERE batch_id > $lo AND batch_id <= $hi)"
+    )
+    for table, width in TIERS.items():
+        cur.execute(_merge(table, width, source), window)
+    if dirty:
+        _recompute(cur)
+    cur.execute("UPDATE wanka.tier_state SET watermark = ?", [high])
+    [(folded,)] = cur.execute(
+        "SELECT count(*) FROM wanka.sample_batches WHERE batch_id > $lo AND batch_id <= $hi",
+        window,
+    ).fetchall()
+    return int(folded)
+
+
+_LABELS = ("metric", "host", "gpu", "uuid", "model", "labels")
+
+
+def _merge_twins(cur: duckdb.DuckDBPyConnection) -> None:
+    """Two transactions that first wrote one label set at once each added a series for it
+    (neither saw the other's). Move the later twins' samples to the first, rebuild the tier
+    buckets they were in, and drop the twins."""
+    labels = ", ".join(_LABELS)
+    same = " AND ".join(f"s.{c} IS NOT DISTINCT FROM f.{c}" for c in _LABELS)
+    twins = (
+        f"SELECT s.series_id AS twin, f.first FROM wanka.gpu_series s JOIN (SELECT min(series_id) "
+        f"AS first, {labels} FROM wanka.gpu_series GROUP BY ALL HAVING count(*) > 1) f "
+        f"ON {same} WHERE s.series_id <> f.first"
+    )
+    found = cur.execute(twins).fetchall()
+    if not found:
+        return
+    pairs = (
+        "(VALUES "
+        + ", ".join(f"({twin}, {first})" for twin, first in found)
+        + ") AS p(twin, first)"
+    )
+    cur.execute(
+        "INSERT INTO wanka.tier_dirty SELECT p.first, s.ts FROM wanka.gpu_samples s "
+        f"JOIN {pairs} ON s.series_id = p.twin"
+    )
+    for table in TIERS:
+        cur.execute(f"DELETE FROM {table} t USING {pairs} WHERE t.series_id = p.twin")
+    cur.execute(
+        f"UPDATE wanka.gpu_samples s SET series_id = p.first FROM {pairs} "
+        "WHERE s.series_id = p.twin"
+    )
+    cur.execute(f"DELETE FROM wanka.gpu_series s USING {pairs} WHERE s.series_id = p.twin")
+
+
+def mark(cur: duckdb.DuckDBPyConnection, keys: str, params: object = None) -> None:
+    """Note the series and times of samples an UPDATE or DELETE touches (`keys`, a query of
+    series_id and ts, run before the statement), for the next fold to rebuild."""
+    cur.execute(f"INSERT INTO wanka.tier_dirty {keys}", params or None)
+
+
+def _recompute(cur: duckdb.DuckDBPyConnection) -> None:
+    """Rebuild the tier buckets of the dirty keys from the samples (those retention holds
+    whole), after the new batches were merged, then forget the keys."""
+    held = _held(cur)
+    for table, width in TIERS.items():
+        bucket = f"time_bucket(INTERVAL '{width}', ts)"
+        touched = f"(SELECT DISTINCT series_id, {bucket} AS bucket FROM wanka.tier_dirty)"
+        whole = "TRUE" if held is None else "k.bucket >= $held"
+        values = {} if held is None else {"held": _ceil(cur, held, width)}
+        cur.execute(
+            f"DELETE FROM {table} AS t USING {touched} AS k "
+            f"WHERE t.series_id = k.series_id AND t.bucket = k.bucket AND {whole}",
+            values,
+        )
+        samples = (
+            f"(SELECT s.series_id, s.ts, s.value FROM wanka.gpu_samples s "
+            f"JOIN {touched} AS k ON k.series_id = s.series_id "
+            f"AND s.ts >= k.bucket AND s.ts < k.bucket + INTERVAL '{width}' WHERE {whole})"
+        )
+        cur.execute(f"INSERT INTO {table} {_rows(width, samples)} ORDER BY 2, 1", values)
+    cur.execute("DELETE FROM wanka.tier_dirty")
+
+
+def clear(cur: duckdb.DuckDBPyConnection) -> None:
+    """Empty every tier (with the samples and series)."""
+    for table in TIERS:
+        cur.execute(f"DELETE FROM {table}")
+    cur.execute("DELETE FROM wanka.tier_dirty")
+
+
+def _held(cur: duckdb.DuckDBPyConnection) -> datetime | None:
+    """retention.held_from for gpu_metrics (retention imports this module's importer)."""
+    found = cur.execute(
+        "SELECT held_from FROM wanka.retention WHERE table_name = 'gpu_metrics'"
+    ).fetchall()
+    return found[0][0] if found else None
+
+
+def _ceil(cur: duckdb.DuckDBPyConnection, moment: datetime, width: str) -> datetime:
+    """The first bucket of `width` that begins at or after `moment`."""
+    [(start,)] = cur.execute(
+        f"SELECT CASE WHEN time_bucket(INTERVAL '{width}', $m) = $m THEN $m "
+        f"ELSE time_bucket(INTERVAL '{width}', $m) + INTERVAL '{width}' END",
+        {"m": moment},
+    ).fetchall()
+    return start  # type: ignore[no-any-return]
+
+
+#: Each tier's rows as a query over gpu_metrics (the views' columns), for checks.
+RECOMPUTE = {
+    view: (
+        f"SELECT time_bucket(INTERVAL '{width}', ts) AS bucket, metric, host, gpu, uuid, model, "
+        "labels, count(*)::INTEGER AS samples, sum(value) AS value_sum, min(value) AS value_min, "
+        "max(value) AS value_max, arg_max(value, (ts, value)) AS value_last, max(ts) AS last_ts "
+        "FROM gpu_metrics WHERE value IS NOT NULL GROUP BY ALL"
+    )
+    for view, width in (("gpu_metrics_1m", "1 minute"), ("gpu_metrics_1h", "1 hour"))
+}
