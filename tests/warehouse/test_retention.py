@@ -124,8 +124,8 @@ def test_a_drop_is_not_a_change_and_full_refreshes_keep_the_dropped_range(eng: E
 
 
 #: What the property test checks: a user's hourly rollup (a dynamic table, refreshed) and the
-#: downsampling tiers (kept at every write), each with the query it must equal where raw rows are
-#: held, and its bucket width.
+#: downsampling tiers (folded before each check), each with the query it must equal where raw
+#: rows are held, and its bucket width.
 TIERS = {
     "hourly": (
         "SELECT time_bucket(INTERVAL '1 hour', ts) AS hour, host, sum(value), count(*), "
