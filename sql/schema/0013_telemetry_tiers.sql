@@ -40,20 +40,10 @@ CREATE TABLE wanka.gpu_tier_1h (
     last_ts             TIMESTAMPTZ NOT NULL
 );
 
-INSERT INTO wanka.gpu_tier_1m
-SELECT series_id, time_bucket(INTERVAL '1 minute', ts), count(*)::INTEGER, sum(value),
-       CASE WHEN count(*) > 1 THEN min(value) END, CASE WHEN count(*) > 1 THEN max(value) END,
-       CASE WHEN count(*) > 1 THEN arg_max(value, (ts, value)) END, max(ts)
-FROM wanka.gpu_samples WHERE value IS NOT NULL GROUP BY 1, 2 ORDER BY 2, 1;
-INSERT INTO wanka.gpu_tier_1h
-SELECT series_id, time_bucket(INTERVAL '1 hour', ts), count(*)::INTEGER, sum(value),
-       CASE WHEN count(*) > 1 THEN min(value) END, CASE WHEN count(*) > 1 THEN max(value) END,
-       CASE WHEN count(*) > 1 THEN arg_max(value, (ts, value)) END, max(ts)
-FROM wanka.gpu_samples WHERE value IS NOT NULL GROUP BY 1, 2 ORDER BY 2, 1;
-
 -- The newest batch folded into the tiers, and the samples an UPDATE or DELETE touched since.
+-- From 0: the first fold (the next scheduler pass) builds the tiers of a warehouse's samples.
 CREATE TABLE wanka.tier_state (watermark BIGINT NOT NULL);
-INSERT INTO wanka.tier_state SELECT coalesce(max(batch_id), 0) FROM wanka.sample_batches;
+INSERT INTO wanka.tier_state VALUES (0);
 CREATE TABLE wanka.tier_dirty (series_id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL);
 
 -- table gpu_metrics_1m: view
