@@ -181,3 +181,31 @@ def test_a_held_file_names_the_process(db_path: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_row_groups_are_the_engines_size_in_a_new_file_and_an_old_one(db_path: Path) -> None:
+    """A scan walks every row group's zone map: the file holds fewer, larger ones."""
+    plain = duckdb.connect(str(db_path))  # a file DuckDB made with its own default (122,880)
+    plain.execute("CREATE TABLE before AS SELECT range AS i FROM range(300000)")
+    plain.close()
+
+    def sizes(eng: Engine, table: str) -> list[int]:
+        eng.con.execute("CHECKPOINT")
+        return [
+            n
+            for (n,) in eng.con.execute(
+                "SELECT sum(count) FROM pragma_storage_info(?) WHERE column_path = '[0]' "
+                "GROUP BY row_group_id ORDER BY 1",
+                [f"{engine.CATALOG}.{table}"],
+            ).fetchall()
+        ]
+
+    with Engine(str(db_path)) as eng:
+        eng.con.execute("CREATE TABLE after AS SELECT range AS i FROM range(1500000)")
+        assert sorted(sizes(eng, "after")) == [
+            1_500_000 - engine.ROW_GROUP_SIZE,
+            engine.ROW_GROUP_SIZE,
+        ]
+        assert sum(sizes(eng, "before")) == 300_000  # what was there reads as it was
+    with Engine(str(db_path), read_only=True) as eng:
+        assert eng.con.execute("SELECT count(*) FROM after").fetchone() == (1_500_000,)
