@@ -33,8 +33,9 @@ IDLE_CURSORS = 64
 #: Rows per row group of the database file (DuckDB's default: 122,880). A scan walks every row
 #: group's zone map even when it reads one (0.7 µs each): at 1B samples the read of the newest
 #: batch took 6.4 ms with the default and 0.8 ms with 8.5× fewer row groups
-#: (bench/bench_dynamic.py --rows).
-ROW_GROUP_SIZE = int(os.environ.get("WANKA_ROW_GROUP_SIZE", 1_048_576))
+#: (bench/bench_dynamic.py --rows). `$WANKA_ROW_GROUP_SIZE` overrides it (`row_group_size`).
+ROW_GROUP_SIZE = 1_048_576
+ROW_GROUP_ENV = "WANKA_ROW_GROUP_SIZE"
 
 #: Settings every connection gets. Extensions that would download fail fast instead of hanging.
 BASE_CONFIG: dict[str, Any] = {
@@ -49,6 +50,18 @@ def resolve_db_path(option: str | os.PathLike[str] | None = None) -> str:
     """`--db PATH`, else `$WANKA_DB`, else `./wanka.duckdb`; `:memory:` stays as it is."""
     chosen = str(option) if option else os.environ.get(DB_ENV) or DEFAULT_DB
     return chosen if chosen == ":memory:" else str(Path(chosen).expanduser())
+
+
+def row_group_size() -> int:
+    """Rows per row group of the file: `$WANKA_ROW_GROUP_SIZE`, else `ROW_GROUP_SIZE`."""
+    given = os.environ.get(ROW_GROUP_ENV, "").strip()
+    if not given:
+        return ROW_GROUP_SIZE
+    if not given.isdigit() or not 2048 <= int(given) <= 1 << 30:
+        raise UserError(
+            f"${ROW_GROUP_ENV} must be a whole number of rows from 2048 to {1 << 30}, not {given!r}"
+        )
+    return int(given)
 
 
 def _sql_string(text: str) -> str:
@@ -111,7 +124,7 @@ class Engine:
             if not parent.is_dir():
                 raise UserError(f"cannot create database {self.path}: folder {parent} is missing")
         con = duckdb.connect(":memory:", config=dict(BASE_CONFIG))
-        mode = f" (ROW_GROUP_SIZE {ROW_GROUP_SIZE}{', READ_ONLY' if self.read_only else ''})"
+        mode = f" (ROW_GROUP_SIZE {row_group_size()}{', READ_ONLY' if self.read_only else ''})"
         try:
             con.execute(f"ATTACH {_sql_string(self.path)} AS {CATALOG}{mode}")
         except duckdb.IOException as error:

@@ -209,3 +209,24 @@ def test_row_groups_are_the_engines_size_in_a_new_file_and_an_old_one(db_path: P
         assert sum(sizes(eng, "before")) == 300_000  # what was there reads as it was
     with Engine(str(db_path), read_only=True) as eng:
         assert eng.con.execute("SELECT count(*) FROM after").fetchone() == (1_500_000,)
+
+
+@pytest.mark.parametrize("given", ["lots", "-5", "100", "1e6"])
+def test_a_bad_row_group_size_is_a_user_error_naming_the_variable(
+    given: str, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WANKA_ROW_GROUP_SIZE", given)
+    with pytest.raises(UserError, match=r"\$WANKA_ROW_GROUP_SIZE must be .* not '"):
+        Engine(str(db_path))
+    assert not db_path.exists()  # nothing was created
+
+
+def test_the_row_group_size_can_be_set(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WANKA_ROW_GROUP_SIZE", "204800")
+    with Engine(str(db_path)) as eng:
+        eng.con.execute("CREATE TABLE t AS SELECT range AS i FROM range(300000)")
+        eng.con.execute("CHECKPOINT")
+        groups = eng.con.execute(
+            "SELECT count(DISTINCT row_group_id) FROM pragma_storage_info('warehouse.t')"
+        ).fetchone()
+    assert groups == (2,)
