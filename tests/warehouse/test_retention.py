@@ -203,3 +203,23 @@ def test_wanka_retention_sets_lists_and_applies(tmp_path: Path) -> None:
     assert "gpu_metrics: keep 3 days; rows held from" in listed
     bad = run_wanka(*db, "retention", "nodes", "3 days")
     assert bad.returncode == 2 and "not on nodes" in bad.stderr
+
+
+def test_a_step_drops_at_most_max_rows_of_samples_however_they_were_inserted(
+    eng: Engine,
+) -> None:
+    """DuckDB holds a DELETE's rows in memory for the triggers: steps are cut by rows too."""
+    twin = Engine(":memory:")
+    for engine in (eng, twin):
+        _insert(engine, 0, 3000, step_min=1)  # 3000 minutes, one insert
+        for hour in range(0, 48, 6):  # then some small ones, 6 h apart, 13 samples each
+            _insert(engine, hour * 60 + 7, 13, step_min=1, second=30)
+        retention.set_rule(engine.cursor(), "gpu_metrics", "1 day")
+    now = START + timedelta(days=3)
+    [bounded] = retention.apply(eng.cursor(), now, max_rows=100)
+    [whole] = retention.apply(twin.cursor(), now)
+    assert bounded.rows == whole.rows > 2000
+    assert whole.steps == 2 and bounded.steps >= bounded.rows / 100
+    query = "SELECT ts, value FROM gpu_metrics"
+    assert _rows(eng, query) == _rows(twin, query)
+    assert eng.con.sql("SELECT min(ts) FROM gpu_metrics").fetchall() == [(now - timedelta(days=1),)]
