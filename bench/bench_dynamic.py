@@ -21,19 +21,13 @@ statement by statement (DuckDB's own timings are not used: the wall clock of eac
 
     .venv/bin/python bench/bench_dynamic.py [--gpus 10000] [--repeats 5] [--threads N]
     .venv/bin/python bench/bench_dynamic.py --rows 1e9     # the same appends on 1B rows of history
-    .venv/bin/python bench/bench_dynamic.py --compare-rows 1e7,1e8,1e9 --repeats 15
 
-`--compare-rows` asks whether an incremental refresh costs the same however much history the
-table holds: it loads one warehouse per size (each with the rollup), then takes turns between
-them — an append of 0.1 % of an hour and the incremental refresh, size after size, `--repeats`
-rounds — so every size sees the same machine noise, and prints the median refresh per size and
-its ratio to the smallest (target ≤ 1.3× from 10M to 1B), beside one FULL refresh of each.
+bench/bench_refresh_history.py compares the incremental refresh across history sizes.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import statistics
 import sys
 import tempfile
@@ -303,75 +297,6 @@ class _Drained:
         return self._rows
 
 
-def compare_rows(sizes: list[float], gpus: int, repeats: int, threads: int, folder: Path) -> None:
-    """Incremental refresh after a 0.1 % append at each history size, measured in turns."""
-    engines, appenders, held = [], [], []
-    for i, size in enumerate(sizes):
-        began = time.perf_counter()
-        engine = Engine(str(folder / f"rows{i}.duckdb"))
-        if threads:
-            engine.con.execute(f"SET threads = {threads}")
-        base, existing, new, rows = load(engine, gpus, int(size))
-        cur = engine.cursor()
-        run(cur, ROLLUP)
-        cur.close()
-        engines.append(engine)
-        appenders.append(Appender(engine, existing, new))
-        held.append(rows)
-        print(f"{rows:,} rows loaded in {time.perf_counter() - began:.0f} s", file=sys.stderr)
-    append = round(base * 0.001)
-    times: list[list[float]] = [[] for _ in sizes]
-    ok = True
-    for _ in range(repeats + 1):  # the first round warms each warehouse up and is not counted
-        for i, engine in enumerate(engines):
-            appenders[i].append(append)
-            cur = engine.cursor()
-            times[i].append(
-                timed(functools.partial(run, cur, "REFRESH DYNAMIC TABLE gpu_hourly_host"))
-            )
-            mode = cur.execute(
-                "SELECT refresh_mode FROM wanka.refresh_history WHERE name = 'gpu_hourly_host' "
-                "ORDER BY finished_at DESC LIMIT 1"
-            ).fetchall()[0][0]
-            ok &= mode == "incremental"
-            cur.close()
-    fulls = []
-    for engine in engines:
-        cur = engine.cursor()
-        ok &= same_as_query(cur, "gpu_hourly_host", ROLLUP_SELECT)
-        fulls.append(
-            timed(functools.partial(run, cur, "REFRESH DYNAMIC TABLE gpu_hourly_host FULL"))
-        )
-        cur.close()
-        engine.close()
-    medians = [statistics.median(t[1:]) for t in times]
-    print(
-        f"incremental refresh of the hourly per-host rollup after a 0.1 % append "
-        f"({append:,} rows), {gpus:,} GPUs, by rows of history; the sizes take turns, "
-        f"{repeats} rounds after one to warm up"
-    )
-    print()
-    print(
-        "| rows held | incremental ms (median) | p10–p90 ms | vs smallest | full s | full / incr |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|")
-    for rows, t, m, f in zip(held, times, medians, fulls, strict=True):
-        deciles = statistics.quantiles(t[1:], n=10)
-        print(
-            f"| {rows:,} | {m * 1e3:.1f} | {deciles[0] * 1e3:.1f}–{deciles[-1] * 1e3:.1f} "
-            f"| {m / medians[0]:.2f}× | {f:.2f} | {f / m:.0f}× |"
-        )
-    growth = medians[-1] / medians[0]
-    print()
-    print(
-        f"growth from {held[0]:,} to {held[-1]:,} rows: {growth:.2f}× "
-        f"(≤ 1.3×: {'yes' if growth <= 1.3 else 'NO'}); every refresh incremental and the table "
-        f"equal to its query: {ok}"
-    )
-    if not ok:
-        raise SystemExit(1)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpus", type=int, default=10_000)
@@ -384,18 +309,7 @@ def main() -> None:
         help="hold about this many rows of history before the appends (e.g. 1e9); appends stay "
         "0.1 %% / 1 %% of one hour of telemetry",
     )
-    parser.add_argument(
-        "--compare-rows",
-        default="",
-        help="comma-separated history sizes (e.g. 1e7,1e8,1e9): the incremental refresh at each, "
-        "measured in turns",
-    )
     args = parser.parse_args()
-    if args.compare_rows:
-        with tempfile.TemporaryDirectory() as tmp:
-            sizes = [float(x) for x in args.compare_rows.split(",")]
-            compare_rows(sizes, args.gpus, args.repeats, args.threads, Path(tmp))
-        return
     with tempfile.TemporaryDirectory() as tmp, Engine(str(Path(tmp) / "bench.duckdb")) as engine:
         if args.threads:
             engine.con.execute(f"SET threads = {args.threads}")

@@ -18,11 +18,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-#: Scripts run more than once, each time with these arguments (the others run once, without any).
-RUNS: dict[str, list[list[str]]] = {
-    # the incremental refresh at 10M, 100M and 1B rows of history, beside the default 10M run
-    "bench_dynamic.py": [[], ["--compare-rows", "1e7,1e8,1e9", "--repeats", "15"]],
-}
 
 
 def _field(path: str, prefix: str) -> str | None:
@@ -67,19 +62,14 @@ def machine() -> str:
 
 
 def run(path: Path) -> tuple[str, int, float]:
-    """Run a script once per entry of `RUNS` (or once, bare): its outputs, exit status, seconds."""
     started = time.perf_counter()
-    outputs, status = [], 0
-    for extra in RUNS.get(path.name, [[]]):
-        done = subprocess.run(
-            [sys.executable, str(path), *extra], cwd=HERE.parent, capture_output=True, text=True
-        )
-        output = done.stdout.strip()
-        if done.returncode:
-            output += f"\n\n(exit status {done.returncode})\n{done.stderr[-4000:]}"
-        status = status or done.returncode
-        outputs.append(f"`{path.name} {' '.join(extra)}`:\n\n{output}" if extra else output)
-    return "\n\n".join(outputs).strip(), status, time.perf_counter() - started
+    done = subprocess.run(
+        [sys.executable, str(path)], cwd=HERE.parent, capture_output=True, text=True
+    )
+    output = done.stdout
+    if done.returncode:
+        output += f"\n(exit status {done.returncode})\n{done.stderr[-4000:]}"
+    return output.strip(), done.returncode, time.perf_counter() - started
 
 
 def sections(text: str) -> dict[str, str]:
