@@ -156,8 +156,9 @@ def apply(
     step: timedelta = STEP,
     max_rows: int = MAX_ROWS,
 ) -> list[Applied]:
-    """Drop what every rule says is too old; one transaction per `step` of dropped time. The
-    downsampling tiers fold every sample first: what retention drops, they already hold."""
+    """Drop what every rule says is too old; one transaction per `step` of dropped time, or per
+    `max_rows` samples where a step would hold more. The downsampling tiers fold every sample
+    first: what retention drops, they already hold."""
     now = now or datetime.now(UTC)
     done = []
     ruled = rules(cur)
