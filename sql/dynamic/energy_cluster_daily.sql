@@ -4,9 +4,10 @@
 -- interval); GPU power only, not the host or the facility (multiply by PUE for that).
 --   energy_kwh   GPU energy, kWh
 --   samples      power samples, count
--- Groups plan: the query joins gpu_metrics with nodes (for the cluster), so a refresh recomputes
--- the days and clusters that new or changed rows on either side touch — new samples, or a host
--- moved to another cluster (its old cluster's days are found through the logged old row).
+-- Aggregate plan over a join: new samples, joined with nodes (for the cluster) as it is, fold
+-- into the per-day, per-cluster state; a change of nodes (a host moved to another cluster)
+-- recomputes the days and clusters it touches (the old cluster's found through the logged old
+-- row), or refreshes fully where finding them would read all the telemetry.
 CREATE DYNAMIC TABLE energy_cluster_daily WITH (freshness = '1 hour', refresh_mode = 'auto') AS
 SELECT date_trunc('day', m.ts) AS day,
        n.cluster,

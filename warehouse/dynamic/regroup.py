@@ -16,7 +16,7 @@ import duckdb
 
 from warehouse.dynamic import dml
 from warehouse.dynamic.dml import RefreshSql, Regroup
-from warehouse.dynamic.plan import Groups, Plan
+from warehouse.dynamic.plan import Aggregate, Groups, Plan
 
 #: A full refresh replaces recomputing the affected groups when they are at least this share of
 #: the table's current groups. Recomputing a group costs more than computing it in a full
@@ -78,7 +78,7 @@ def joined_side_is_costly(
     175 ms through the groups against 60 ms fully. On a small fact table both are a few
     milliseconds and the affected-groups path stays (and stays tested).
     """
-    if not isinstance(plan, Groups) or len(plan.sources) < 2:
+    if not isinstance(plan, Groups | Aggregate) or len(plan.sources) < 2:
         return None
     fact, joined = plan.sources[0], sorted(touched & set(plan.sources[1:]))
     if not joined:

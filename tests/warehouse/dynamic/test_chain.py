@@ -107,7 +107,7 @@ def test_a_reference_reload_makes_the_next_refresh_full(tmp_path: Path) -> None:
             "JOIN nodes n ON n.host = m.host JOIN gpu_models g ON g.model = n.gpu_model "
             "GROUP BY ALL",
         ).read_all()
-        assert made.to_pylist()[0]["refresh_mode"] == "groups"
+        assert made.to_pylist()[0]["refresh_mode"] == "aggregate"
         _insert(eng, 300, 30)
         assert _refresh(eng, "tdp")["refresh_mode"] == "incremental"
         # as if a new wanka shipped another gpu_models.csv: the next open reloads it

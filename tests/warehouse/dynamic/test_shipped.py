@@ -71,7 +71,7 @@ def test_demo_installs_every_shipped_table_equal_to_its_query(demo: Path) -> Non
         ).fetchall()
         assert [r[0] for r in rows] == SHIPPED and {r[1] for r in rows} == {"active"}
         modes = {r[0]: (r[2], r[3]) for r in rows}
-        assert modes["energy_cluster_daily"] == ("groups", None)  # a join, maintained
+        assert modes["energy_cluster_daily"] == ("aggregate", None)  # a join, merged
         for name in SHIPPED:
             same_rows(cur, name)
         assert install_shipped(eng) == []  # already there
@@ -98,9 +98,8 @@ def test_shipped_tables_follow_new_data_through_the_scheduler(demo: Path) -> Non
         assert all(isinstance(d, RefreshResult) for d in done)
         modes = {d.name: d.refresh_mode for d in done if isinstance(d, RefreshResult)}
         assert modes["gpu_hourly_host"] == "incremental"
-        # every day and cluster got new rows: all groups are affected, so a full refresh is
-        # cheaper (regroup.full_is_cheaper) over the demo's 184,320 telemetry rows
-        assert modes["energy_cluster_daily"] == "full"
+        # new samples joined with nodes as it is fold into the per-day, per-cluster state
+        assert modes["energy_cluster_daily"] == "incremental"
         for name in SHIPPED:
             same_rows(cur, name)
         cur.close()

@@ -97,7 +97,8 @@ def _state_for(node: exp.Expression, index: int) -> tuple[list[StateColumn], exp
 
 
 def plan_aggregate(select: exp.Select, state_table: exp.Table) -> AggregatePlan:
-    """Decompose a single-table GROUP BY query whose aggregates are all decomposable."""
+    """Decompose a GROUP BY query over a table or an inner join whose aggregates are all
+    decomposable."""
     group = select.args["group"].expressions
     keys = [f"k{i}" for i in range(len(group))]
     key_sql = {g.sql("duckdb"): k for g, k in zip(group, keys, strict=True)}
@@ -125,6 +126,8 @@ def plan_aggregate(select: exp.Select, state_table: exp.Table) -> AggregatePlan:
         *[exp.alias_(c.aggregate.copy(), c.name) for c in columns],
     )
     state.set("from_", select.args["from_"].copy())
+    if select.args.get("joins"):
+        state.set("joins", [j.copy() for j in select.args["joins"]])
     if select.args.get("where") is not None:
         state.set("where", select.args["where"].copy())
     state.set("group", exp.Group(expressions=[g.copy() for g in group]))

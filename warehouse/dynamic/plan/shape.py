@@ -69,9 +69,12 @@ def classify(
             return "full", (
                 f"{agg.sql('duckdb')} depends on the order rows are read in: refreshed fully"
             )
-    if chained or len(sources) > 1 or any(_not_decomposable(agg) for agg in aggregates):
-        # joins and chains: recompute the groups a change touches (warehouse.dynamic.plan.joins)
+    if chained or any(_not_decomposable(agg) for agg in aggregates):
+        # chains and the rest: recompute the groups a change touches (plan.joins)
         return "groups", None
+    # decomposable over one table or an inner join: new fact rows (the first table's) fold into
+    # the state joined with the other tables as they are; a change of another table recomputes
+    # the groups it touches (warehouse.dynamic.refresh)
     return "aggregate", None
 
 
