@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from warehouse import attribution
 from warehouse.engine import Engine
 from warehouse.query import execute
 from warehouse.simulate import SimConfig, simulate_cluster
@@ -67,6 +68,9 @@ SELECT time_bucket(INTERVAL '1 hour', m.ts) AS hour, n.cluster, avg(m.value) AS 
        count(*) AS samples
 FROM gpu_metrics AS m JOIN nodes AS n ON n.host = m.host
 WHERE m.metric = 'DCGM_FI_DEV_GPU_UTIL' GROUP BY ALL"""
+
+#: The shipped per-job tables, in the order they refresh (the second reads the first).
+JOB_TABLES = ("job_gpu_usage_by_gpu", "job_gpu_usage")
 
 SCRAPES_BEFORE_HOUR = 5  # the window opens 5 minutes before the hour: two hours of groups
 POOL_SCRAPES = 3  # scrapes held back on each side of the next hour, for the appends
@@ -175,8 +179,10 @@ def load(engine: Engine, gpus: int, history_rows: int = 0) -> tuple[int, pa.Tabl
 
 def incremental_rows(
     engine: Engine, appender: Appender, base: int, repeats: int
-) -> tuple[list[str], bool]:
-    lines, ok = [], True
+) -> tuple[list[str], bool, float]:
+    """The hourly rollup's rows, whether it stayed equal to its query, and its median
+    incremental refresh after a 0.1 % append (the yardstick of the per-job row)."""
+    lines, ok, yardstick = [], True, 0.0
     cur = engine.cursor()
     for share in (0.001, 0.01):
         rows = round(base * share)
@@ -202,6 +208,7 @@ def incremental_rows(
             full.append(timed(lambda: run(cur, "REFRESH DYNAMIC TABLE gpu_hourly_host FULL")))
         cur.execute("CHECKPOINT")
         f, i, d = (statistics.median(x) for x in (full, inc, delta))
+        yardstick = yardstick or i
         target = 50 if share < 0.005 else 10
         lines.append(
             f"| hourly per-host rollup, +{share:.1%} | {rows:,} | {f:.4f} | {i:.4f} | {d:.4f} "
@@ -209,7 +216,69 @@ def incremental_rows(
             f"| {i / d:.2f}× (≤ 2×: {'yes' if i / d <= 2 else 'NO'}) | {f / d:.1f}× |"
         )
     cur.close()
-    return lines, ok
+    return lines, ok, yardstick
+
+
+def job_rows(
+    engine: Engine, appender: Appender, base: int, repeats: int, hourly: float
+) -> tuple[list[str], bool]:
+    """The shipped per-job usage (job_gpu_usage_by_gpu, then job_gpu_usage, which reads it)
+    after a 0.1 % telemetry append: both refreshes together against the hourly rollup's."""
+    cur = engine.cursor()
+    attribution.sync_whole_nodes(cur)  # the jobs were inserted directly, not ingested
+    for name in JOB_TABLES:
+        run(cur, (ROOT / f"sql/dynamic/{name}.sql").read_text())
+    rows = round(base * 0.001)
+    auto, full, ok, modes = [], [], True, set()
+    for _ in range(repeats):
+        appender.append(rows)
+        auto.append(timed(lambda: [run(cur, f"REFRESH DYNAMIC TABLE {n}") for n in JOB_TABLES]))
+        for name in JOB_TABLES:
+            modes.add(
+                cur.execute(
+                    "SELECT refresh_mode FROM wanka.refresh_history WHERE name = ? "
+                    "ORDER BY finished_at DESC LIMIT 1",
+                    [name],
+                ).fetchall()[0][0]
+            )
+            if not same_rows(cur, name):
+                print(f"{name} differs from its query", file=sys.stderr)
+                ok = False
+    for _ in range(repeats):
+        full.append(
+            timed(lambda: [run(cur, f"REFRESH DYNAMIC TABLE {n} FULL") for n in JOB_TABLES])
+        )
+    jobs = cur.execute("SELECT count(*) FROM job_gpu_usage").fetchall()[0][0]
+    f, a = statistics.median(full), statistics.median(auto)
+    mode = "incremental" if modes == {"incremental"} else "/".join(sorted(modes))
+    cur.close()
+    line = (
+        f"| per-job GPU usage ({jobs:,} jobs; by GPU, then per job), +0.1 % | {rows:,} "
+        f"| {f:.4f} | {a:.4f} ({mode}) | – | {f / a:.1f}× "
+        f"| {a / hourly:.2f}× the hourly rollup's (≤ 2×: {'yes' if a <= 2 * hourly else 'NO'}) "
+        "| – |"
+    )
+    return [line], ok and mode == "incremental"
+
+
+def same_rows(cur: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """A dynamic table holds its query's rows: the same keys (its columns other than DOUBLE)
+    and numbers equal to 1e-9 relative (sums fold in parts, so their last bits may differ)."""
+    query = cur.execute(
+        "SELECT definition FROM wanka.dynamic_tables WHERE name = ?", [name]
+    ).fetchall()[0][0]
+    columns = cur.execute(f"DESCRIBE {name}").fetchall()
+    keys = [c for c, kind, *_ in columns if kind != "DOUBLE"]
+    numbers = [c for c, kind, *_ in columns if kind == "DOUBLE"]
+    on = " AND ".join(f"t.{k} IS NOT DISTINCT FROM q.{k}" for k in keys)
+    differ = " OR ".join(
+        f"(t.{c} IS NULL) <> (q.{c} IS NULL) OR abs(t.{c} - q.{c}) > 1e-9 * greatest(abs(q.{c}), 1)"
+        for c in numbers
+    )
+    found = cur.execute(
+        f"SELECT count(*) FROM {name} t FULL JOIN ({query}) q ON {on} WHERE NOT ({on}) OR {differ}"
+    ).fetchall()[0][0]
+    return int(found) == 0
 
 
 def other_rows(engine: Engine, appender: Appender, base: int, repeats: int) -> list[str]:
@@ -253,8 +322,10 @@ def other_rows(engine: Engine, appender: Appender, base: int, repeats: int) -> l
     return lines
 
 
-def profile(engine: Engine, appender: Appender, base: int) -> list[str]:
-    """One incremental refresh at 0.1 %, with every statement it runs timed."""
+def profile(
+    engine: Engine, appender: Appender, base: int, names: tuple[str, ...] = ("gpu_hourly_host",)
+) -> list[str]:
+    """One incremental refresh of `names` at 0.1 %, with every statement it runs timed."""
     cur = engine.cursor()
     appender.append(round(base * 0.001))
     timings: list[tuple[float, str]] = []
@@ -277,9 +348,11 @@ def profile(engine: Engine, appender: Appender, base: int) -> list[str]:
     from warehouse.dynamic import refresh as refresh_module
 
     began = time.perf_counter()
-    refresh_module.refresh(Timing(cur), "gpu_hourly_host")  # type: ignore[arg-type]
+    for name in names:
+        refresh_module.refresh(Timing(cur), name)  # type: ignore[arg-type]
     total = time.perf_counter() - began
-    lines = [f"one incremental refresh, +0.1 %: {total * 1000:.1f} ms in all", ""]
+    said = " and ".join(names)
+    lines = [f"one incremental refresh of {said}, +0.1 %: {total * 1000:.1f} ms in all", ""]
     lines += ["| ms | statement |", "|---:|---|"]
     lines += [f"| {s * 1000:.2f} | `{text}` |" for s, text in timings]
     cur.close()
@@ -331,8 +404,11 @@ def main() -> None:
             "| full / incremental | incremental / delta | ceiling: full / delta |"
         )
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
-        lines, ok = incremental_rows(engine, appender, base, args.repeats)
+        lines, ok, hourly = incremental_rows(engine, appender, base, args.repeats)
         print("\n".join(lines), flush=True)
+        lines, jobs_ok = job_rows(engine, appender, base, args.repeats, hourly)
+        print("\n".join(lines), flush=True)
+        ok &= jobs_ok
         print("\n".join(other_rows(engine, appender, base, args.repeats)))
         print()
         print("incremental result equals the full query after every refresh:", ok)

@@ -15,6 +15,7 @@ from service.commands.analyze import analyze
 from service.commands.cluster import demo, simulate
 from service.commands.common import Globals
 from service.commands.ingest import ingest
+from service.commands.jobstats import jobstats
 from service.commands.lake import export
 from service.commands.refresh import refresh
 from service.commands.report import report
@@ -53,6 +54,7 @@ for command in (
     token,
     analyze,
     report,
+    jobstats,
 ):
     app.add_command(command)
 

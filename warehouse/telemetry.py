@@ -7,7 +7,8 @@ why. Reads need nothing from here. Writes do, as DuckDB cannot write through a v
 - `insert` appends gpu_metrics-shaped Arrow rows: the label sets not yet known become series
   (ids in metric, host, gpu, ... order), then every row becomes a sample of its series, in the
   order the rows came (a scrape's samples stay metric by metric, as DuckDB compresses best).
-- the downsampling tiers follow on the scheduler (`warehouse.telemetry_tiers`).
+- the downsampling tiers follow on the scheduler (`warehouse.telemetry_tiers`); the job labels
+  of the new samples are noted at once (`warehouse.attribution`).
 - `rewrite` turns an INSERT, UPDATE or DELETE whose target is gpu_metrics into statements on the
   two tables; `warehouse.query` runs them in place of the user's.
 """
@@ -20,7 +21,7 @@ import threading
 import duckdb
 import pyarrow as pa
 
-from warehouse import telemetry_tiers
+from warehouse import attribution, telemetry_tiers
 from warehouse.errors import UserError
 
 VIEW = "gpu_metrics"
@@ -126,6 +127,9 @@ def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
         cur.execute(
             f"INSERT INTO {BATCHES} SELECT {batch}, count(*), min(ts), max(ts) FROM {rows} AS x "
             f"GROUP BY ALL"
+        )
+        attribution.note_labels(
+            cur, f"SELECT DISTINCT x.batch_id FROM {rows} AS x" if batch == "x.batch_id" else batch
         )
     except duckdb.ConstraintException as error:
         raise UserError(_null_message(str(error))) from None

@@ -25,8 +25,18 @@ class Globals:
 
 
 def open_engine(ctx: click.Context, *, read_only: bool = False) -> Engine:
-    """The database the global options name, open and up to date."""
-    return Engine(ctx.obj.db, read_only=read_only)
+    """The database the global options name, open and up to date (with the shipped dynamic
+    tables it was never given, when it is opened to write)."""
+    from warehouse.dynamic.shipped import ensure_shipped
+
+    engine = Engine(ctx.obj.db, read_only=read_only)
+    if not read_only:
+        try:
+            ensure_shipped(engine)
+        except BaseException:
+            engine.close()
+            raise
+    return engine
 
 
 def parse_time(option: str, value: str | None) -> datetime | None:

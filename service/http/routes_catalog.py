@@ -11,7 +11,7 @@ from fastapi.responses import PlainTextResponse
 from service.http.auth import current_user
 from service.http.models import DynamicTable, Error, Health, RefreshOutcome, Table
 from service.serve.server import Server
-from warehouse import describe
+from warehouse import describe, jobstats
 from warehouse.dynamic.schedule import Failed, Skipped
 from warehouse.dynamic.schedule import describe as describe_outcome
 from warehouse.security.users import User
@@ -136,3 +136,16 @@ def metrics(request: Request) -> PlainTextResponse:
     return PlainTextResponse(
         server.metrics.render(gauges), media_type="text/plain; version=0.0.4; charset=utf-8"
     )
+
+
+@router.get(
+    "/v1/jobs/{job_id}/stats",
+    tags=["jobs"],
+    responses={**AUTH_ERRORS, 404: {"model": Error, "description": "No such job."}},
+)
+def job_stats(
+    job_id: str, request: Request, user: Annotated[User, Depends(current_user)]
+) -> dict[str, Any]:
+    """One job's GPU efficiency (`wanka jobstats JOB_ID --format json`): its facts, each GPU's
+    utilisation, memory and power, the attribution sources and the efficiency notes."""
+    return _server(request).with_cursor(lambda cur: jobstats.stats(cur, job_id))

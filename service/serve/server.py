@@ -62,10 +62,12 @@ class Server:
         self, path: str | None, *, limits: Limits | None = None, lock_down: bool = True
     ) -> None:
         from service.serve.metrics import Metrics
+        from warehouse.dynamic.shipped import ensure_shipped
         from warehouse.engine import Engine
 
         self.limits = limits or Limits()
         self.engine = Engine(path)
+        ensure_shipped(self.engine)
         self.schema_version = self.engine.schema_version
         if lock_down:
             self.engine.lock_down(memory_limit=self.limits.memory_limit)

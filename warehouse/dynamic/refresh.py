@@ -28,7 +28,7 @@ from typing import Any
 
 import duckdb
 
-from warehouse import retention
+from warehouse import attribution, retention
 from warehouse.dynamic import catalog, dml, history
 from warehouse.dynamic.catalog import DynamicTable
 from warehouse.dynamic.dml import RefreshSql, visible_table
@@ -107,6 +107,9 @@ def _decide(
     if joined:
         return "full", joined
     if probe.change or (isinstance(plan, Groups) and probe.high != dt.watermark):
+        return "regroup", None
+    if isinstance(plan, Aggregate) and probe.touched - {dt.sources[0]}:
+        # rows inserted into a joined table may join fact rows the state already holds
         return "regroup", None
     return ("no_data" if probe.high == dt.watermark else "incremental"), None
 
@@ -189,6 +192,8 @@ def _apply(
     data_timestamp: datetime | None,
 ) -> RefreshResult:
     dt = catalog.load(cur, name)
+    if "gpu_attribution" in dt.sources:
+        attribution.sync_if_needed(cur)  # whole-node rows follow jobs and nodes first
     sql = dml.compile(cur, dt.name, dt.plan)
     probe = _probe(cur, dt, sql)
     mode, reason = _decide(cur, dt, sql, probe, full)

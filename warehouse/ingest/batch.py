@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute
 
+from warehouse import attribution
 from warehouse.engine import Engine, insert_arrow
 from warehouse.errors import UserError
 from warehouse.ingest import sources
@@ -109,6 +110,8 @@ def ingest_source(
                     progress(chunk.rows.num_rows)
             if digest is None:
                 digest = handle.hashed.hexdigest() if handle.hashed else sources.sha256(source.path)
+        if result.rows:
+            attribution.after_ingest(cur, batch_id, set(result.rows))
         if result.total_rows == 0 and result.rejected:
             reason = result.first_reject.reason if result.first_reject else "unreadable"
             where = (

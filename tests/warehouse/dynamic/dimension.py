@@ -10,4 +10,4 @@ def place_node(con: duckdb.DuckDBPyConnection, host: str, cluster: str) -> None:
     if con.execute("SELECT count(*) FROM nodes WHERE host = ?", [host]).fetchall()[0][0]:
         con.execute("UPDATE nodes SET cluster = ? WHERE host = ?", [cluster, host])
     else:
-        con.execute("INSERT INTO nodes (host, cluster) VALUES (?, ?)", [host, cluster])
+        con.execute("INSERT INTO nodes (host, cluster, gpus) VALUES (?, ?, 2)", [host, cluster])

@@ -1,5 +1,7 @@
 """Every shipped dynamic table stays equal to its query under random inserts, updates and
-deletes of telemetry, jobs and the nodes dimension, refreshed incrementally after each step."""
+deletes of telemetry (with and without job labels), jobs (seen running, then finished) and the
+nodes dimension, refreshed incrementally after each step, in creation order (a table reading
+another refreshes after it, as the scheduler does)."""
 
 from __future__ import annotations
 
@@ -11,12 +13,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.warehouse.dynamic.dimension import place_node
-from warehouse.dynamic.shipped import install_shipped, shipped_folder
+from warehouse.dynamic.shipped import in_creation_order, install_shipped, shipped_folder
 from warehouse.engine import Engine
 from warehouse.query import execute
 
-SHIPPED = sorted(p.stem for p in shipped_folder().glob("*.sql"))
-METRICS = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_XID_ERRORS"]
+SHIPPED = [p.stem for p in in_creation_order(sorted(shipped_folder().glob("*.sql")))]
+METRICS = [
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_XID_ERRORS",
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+]
 HOSTS = ["n1", "n2", "n3"]
 
 sample = st.tuples(
@@ -25,6 +32,10 @@ sample = st.tuples(
     st.integers(0, 1),  # gpu
     st.sampled_from(METRICS),
     st.one_of(st.none(), st.sampled_from([0.0, 13.0, 48.0, 79.0]), st.floats(0, 700)),
+    st.one_of(  # the job labels dcgm-exporter adds, or none
+        st.none(),
+        st.sampled_from(['{"hpc_job":"j1"}', '{"hpc_job":"j2"}', '{"namespace":"ml","pod":"p"}']),
+    ),
 )
 job = st.tuples(
     st.sampled_from(["j1", "j2", "j3", "j4"]),
@@ -32,6 +43,8 @@ job = st.tuples(
     st.one_of(st.none(), st.integers(0, 60 * 30)),  # start, minutes after the start
     st.integers(1, 16),  # gpus
     st.one_of(st.none(), st.integers(0, 20_000)),  # elapsed_s
+    st.sampled_from(["RUNNING", "COMPLETED"]),
+    st.lists(st.sampled_from(HOSTS), min_size=1, max_size=2, unique=True),  # its nodes
 )
 step = st.one_of(
     st.tuples(st.just("samples"), st.lists(sample, min_size=1, max_size=12)),
@@ -56,23 +69,29 @@ def apply(eng: Engine, action: str, arg: object) -> None:
     if action == "samples":
         assert isinstance(arg, list)
         values = ", ".join(
-            "(TIMESTAMPTZ '2026-11-01' + to_minutes(?), ?, ?, 'GPU-' || ?, 'H100', ?, ?)"
+            "(TIMESTAMPTZ '2026-11-01' + to_minutes(?), ?, ?, 'GPU-' || ?, 'H100', ?, ?, ?)"
             for _ in arg
         )
-        params = [x for m, h, g, metric, v in arg for x in (m, h, g, f"{h}-{g}", metric, v)]
+        params = [
+            x for m, h, g, metric, v, lab in arg for x in (m, h, g, f"{h}-{g}", metric, v, lab)
+        ]
         execute(
             con,
-            f"INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value) VALUES {values}",
+            "INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value, labels) "
+            f"VALUES {values}",
             params,
         ).read_all()
     elif action == "job":
         assert isinstance(arg, tuple)
-        job_id, account, start, gpus, elapsed = arg
+        job_id, account, start, gpus, elapsed, state, hosts = arg
         con.execute("DELETE FROM jobs WHERE job_id = ?", [job_id])
         con.execute(
-            "INSERT INTO jobs (job_id, account, start_at, gpus, elapsed_s) VALUES (?, ?, "
-            "TIMESTAMPTZ '2026-11-01' + to_minutes(CAST(? AS BIGINT)), ?, ?)",
-            [job_id, account, start, gpus, elapsed],
+            "INSERT INTO jobs (job_id, account, start_at, end_at, gpus, elapsed_s, state, "
+            "node_list) VALUES (?, ?, TIMESTAMPTZ '2026-11-01' + to_minutes(CAST(? AS BIGINT)), "
+            "CASE WHEN ? = 'COMPLETED' THEN TIMESTAMPTZ '2026-11-01' + "
+            "to_minutes(CAST(? AS BIGINT)) + to_seconds(CAST(coalesce(?, 0) AS BIGINT)) END, "
+            "?, ?, ?, ?)",
+            [job_id, account, start, state, start, elapsed, gpus, elapsed, state, hosts],
         )
     elif action == "job_delete":
         con.execute("DELETE FROM jobs WHERE job_id = ?", [arg])
@@ -101,8 +120,9 @@ def rows(eng: Engine, sql: str) -> list[tuple[object, ...]]:
 )
 @given(steps=st.lists(step, min_size=1, max_size=8))
 def test_every_shipped_table_equals_its_query(eng: Engine, steps: list[tuple[str, object]]) -> None:
-    for table in ("gpu_metrics", "jobs", "nodes"):
+    for table in ("gpu_metrics", "jobs", "nodes", "gpu_attribution"):
         execute(eng.con, f"DELETE FROM {table}").read_all()
+    eng.con.execute("DELETE FROM wanka.job_label_stretches")
     cur = eng.cursor()
     for name in SHIPPED:  # start from the empty state, as any other refresh would
         execute(cur, f"REFRESH DYNAMIC TABLE {name}").read_all()

@@ -1,0 +1,35 @@
+"""`wanka jobstats JOB_ID`: one job's GPU efficiency, Jobstats-style."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from service.commands.common import open_engine
+from warehouse import jobstats as report
+
+
+@click.command()
+@click.argument("job_id")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="A text report, or the same data as JSON.",
+)
+@click.pass_context
+def jobstats(ctx: click.Context, job_id: str, fmt: str) -> None:
+    """What JOB_ID did with its GPUs: the job's facts, each GPU's utilisation, memory and
+    power, and notes (idle GPUs, low utilisation, memory far below the GPU's, a time limit far
+    above the run time, a GPU far bigger than needed). The notes' thresholds are in
+    wanka.efficiency_rules. A job wanka has never seen is exit status 2."""
+    with open_engine(ctx) as engine:
+        cur = engine.cursor()
+        try:
+            found = report.stats(cur, job_id)
+        finally:
+            cur.close()
+    click.echo(json.dumps(found, indent=2) if fmt == "json" else report.render(found))
