@@ -80,7 +80,8 @@ def stats(cur: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, Any]:
         "sources": sources,
         "notes": notes(job, summary, gpus, sources, rules(cur)),
     }
-    return _plain(report)
+    plain: dict[str, Any] = _plain(report)
+    return plain
 
 
 Note = dict[str, str]

@@ -72,8 +72,8 @@ async def ingest(
     tz: str = "UTC",
     collective: str | None = None,
 ) -> list[IngestResult]:
-    """Ingest the body (or each multipart file) in FORMAT: dcgm, nvidia-smi, sacct, pods,
-    nccl-tests, inventory, parquet, csv."""
+    """Ingest the body (or each multipart file) in FORMAT: dcgm, nvidia-smi, sacct, scontrol,
+    pods, nccl-tests, inventory, parquet, csv."""
     server: Server = request.app.state.server
     server.require(user, "writer", "ingest")
     format_named(fmt)  # an unknown format is a 400 before any byte is read

@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from warehouse.ingest import dcgm, nccl, nvidia_smi, pods, sacct, tabular, traces  # noqa: F401
+from warehouse.ingest import dcgm, nccl, nvidia_smi, pods, sacct, scontrol, tabular, traces  # noqa: F401

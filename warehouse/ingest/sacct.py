@@ -2,12 +2,14 @@
 
     sacct --allusers --parsable2 --format=JobID,JobName,User,Account,Partition,QOS,Submit,
         Eligible,Start,End,Elapsed,State,ExitCode,DerivedExitCode,AllocNodes,AllocCPUS,
-        AllocTRES,NodeList --starttime=...
+        AllocTRES,NodeList[,Timelimit,TRESUsageInAve,TRESUsageInMax] --starttime=...
 
 `123`, array tasks `123_4`, pending arrays `123_[1-5]` and het components `123+0` are jobs;
 `123.batch`, `123.extern`, `123.0`, `123_4.0` are steps of them. A header line, when there is
 one, names the fields (over `--columns`); without one, `--columns` does, else the layout of the
-shared sample dump (see `sacct_layout`). Times are wall-clock times in `--timezone`.
+shared sample dump (see `sacct_layout`). Times are wall-clock times in `--timezone`. Timelimit
+(`UNLIMITED` and `Partition_Limit` are NULL) and the GPU usage of TRESUsageInAve/Max (see
+`sacct_usage`) are read where the output has them.
 
 A block of lines is read as one polars frame of `|`-split text and converted column by column;
 Python runs only once per distinct host list or TRES string in the file. A line with the wrong
@@ -17,15 +19,13 @@ at fault; the rest of the file loads.
 
 from __future__ import annotations
 
-import zoneinfo
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import polars as pl
 
 from warehouse import hostlist
-from warehouse.errors import UserError
-from warehouse.ingest import blocks, sacct_layout
+from warehouse.ingest import blocks, sacct_layout, sacct_usage
 from warehouse.ingest import slurm_values as sv
 from warehouse.ingest.base import Parsed, ReadContext, ReadOptions, Reject, Source, register
 from warehouse.ingest.sacct_layout import ROLES, Layout
@@ -33,11 +33,13 @@ from warehouse.ingest.sacct_layout import ROLES, Layout
 JOB_COLUMNS = (
     "job_id", "job_name", "user", "account", "partition", "qos", "cluster", "submit_at",
     "eligible_at", "start_at", "end_at", "elapsed_s", "state", "state_reason", "gpus",
-    "gpu_type", "nodes", "node_list", "cpus", "exit_code", "derived_exit_code",
+    "gpu_type", "nodes", "node_list", "cpus", "exit_code", "derived_exit_code", "time_limit_s",
+    *sacct_usage.COLUMNS,
 )  # fmt: skip
 STEP_COLUMNS = (
     "job_id", "step_id", "step_name", "start_at", "end_at", "elapsed_s", "state", "state_reason",
     "gpus", "nodes", "node_list", "cpus", "exit_code", "max_rss_bytes", "total_cpu_s",
+    *sacct_usage.COLUMNS,
 )  # fmt: skip
 _TIMES = {"submit": "submit_at", "eligible": "eligible_at", "start": "start_at", "end": "end_at"}
 
@@ -50,8 +52,9 @@ def read(
     stream: IO[bytes], source: Source, options: ReadOptions, context: ReadContext
 ) -> Iterator[Parsed]:
     """Jobs and steps, a chunk of each per block of lines; see the module docstring."""
-    timezone = _timezone(options.timezone)
+    timezone = sv.zone(options.timezone, "sacct")
     reader: _Reader | None = None
+    carried: pl.DataFrame | None = None  # the lines of the job the last block ended in
     for lines in blocks.line_frames(stream):
         if lines.height == 0:
             continue
@@ -59,17 +62,14 @@ def read(
             layout = sacct_layout.from_header(lines.item(0, "text"))
             layout = layout or sacct_layout.from_options(options.columns)
             reader = _Reader(layout, options, context, timezone)
+        if reader.usage:  # a job lends its steps' usage: keep its lines in one block
+            lines = lines if carried is None else pl.concat([carried, lines])
+            lines, carried = sacct_usage.split_tail(lines, reader.index["job_id"])
+            if lines.height == 0:
+                continue
         yield from reader.read(lines)
-
-
-def _timezone(name: str) -> str:
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise UserError(
-            f"sacct: unknown time zone {name!r} (an IANA name such as UTC or Europe/Berlin)"
-        ) from None
-    return name
+    if reader is not None and carried is not None and carried.height:
+        yield from reader.read(carried)
 
 
 class _Reader:
@@ -82,6 +82,7 @@ class _Reader:
         self.context = context
         self.tz = tz
         self.checks = _checks(layout, self.index)
+        self.usage = any(role in self.index for role in sacct_usage.ROLES)
         self.tres = blocks.DistinctParser(
             sv.gpus_from_tres, {"tres_gpus": pl.Int32, "tres_type": pl.String}
         )
@@ -111,14 +112,15 @@ class _Reader:
         if typed.get_column("raw_job_id").n_unique() < typed.height:
             typed = typed.filter(pl.col("raw_job_id").is_last_distinct())
         is_step = typed.get_column("step_id").is_not_null()
-        jobs = typed.select(*JOB_COLUMNS[:1], pl.col("name").alias("job_name"), *JOB_COLUMNS[2:])
-        yield Parsed(
-            "jobs", blocks.arrow_rows(jobs.filter(~is_step), self.context.schema("jobs")), rejects
+        jobs = typed.filter(~is_step).select(
+            *JOB_COLUMNS[:1], pl.col("name").alias("job_name"), *JOB_COLUMNS[2:]
         )
-        steps = typed.select(
+        if self.usage:
+            jobs = sacct_usage.from_longest_step(jobs, typed.filter(is_step))
+        yield Parsed("jobs", blocks.arrow_rows(jobs, self.context.schema("jobs")), rejects)
+        steps = typed.filter(is_step).select(
             *STEP_COLUMNS[:2], pl.col("name").alias("step_name"), *STEP_COLUMNS[3:]
         )
-        steps = steps.filter(is_step)
         if steps.height:
             yield Parsed("job_steps", blocks.arrow_rows(steps, self.context.schema("job_steps")))
 
@@ -206,6 +208,8 @@ def _typed(raw: pl.DataFrame, r: dict[str, pl.Expr], options: ReadOptions, tz: s
         total_cpu_s=sv.duration_s(r["total_cpu"]),
         gpus=pl.coalesce("tres_gpus", "gres_gpus"),
         gpu_type=pl.coalesce("tres_type", "gres_type"),
+        time_limit_s=sv.time_limit_s(r["time_limit"]),
+        **sacct_usage.columns(r),
     )
 
 
@@ -253,6 +257,12 @@ def _checks(layout: Layout, index: dict[str, int]) -> list[Check]:
             )
             for role in ("exit_code", "derived_exit_code")
         ),
+        (
+            "time_limit",
+            sv.unreadable_limit(r["time_limit"], pl.col("time_limit_s")),
+            said("time_limit", "not a time limit like 1-00:00:00, 30 (minutes) or UNLIMITED"),
+        ),
+        *sacct_usage.checks(r, set(index)),
     ]
     checks: list[Check] = [
         (layout.names[index[role]], check, why) for role, check, why in wanted if role in index

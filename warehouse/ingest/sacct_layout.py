@@ -71,6 +71,9 @@ ROLES: dict[str, tuple[str, ...]] = {
     "node_list": ("NodeList",),
     "max_rss": ("MaxRSS",),
     "total_cpu": ("TotalCPU",),
+    "time_limit": ("Timelimit", "TimelimitRaw"),  # TimelimitRaw: whole minutes
+    "usage_ave": ("TRESUsageInAve",),
+    "usage_max": ("TRESUsageInMax",),
 }
 
 

@@ -8,8 +8,11 @@ that with the raw text to tell "empty" from "unreadable" and reject the line.
 from __future__ import annotations
 
 import re
+import zoneinfo
 
 import polars as pl
+
+from warehouse.errors import UserError
 
 #: Slurm's base job states (`sacct --helpformat`, `squeue` JOB STATE CODES).
 BASE_STATES = (
@@ -22,6 +25,8 @@ BASE_STATES = (
 
 #: What sacct prints for a time that has not happened (or never will).
 NO_TIME = ("", "Unknown", "None", "N/A")
+#: What sacct's Timelimit and scontrol's TimeLimit print for no limit of the job's own.
+NO_LIMIT = ("UNLIMITED", "Partition_Limit")
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
 
@@ -38,6 +43,21 @@ _PLAIN_JOB_ID = r"^[0-9]+(?:_[0-9]+)?(?:\.[A-Za-z0-9_+-]+)?$"
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
 _GRES_INDEX = re.compile(r"\([^)]*\)")
+
+
+def zone(name: str, reader: str) -> str:
+    """`name` if it is a time zone (times without one are read in it), else a usage error.
+
+    >>> zone("Europe/Berlin", "sacct")
+    'Europe/Berlin'
+    """
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise UserError(
+            f"{reader}: unknown time zone {name!r} (an IANA name such as UTC or Europe/Berlin)"
+        ) from None
+    return name
 
 
 def blank_to_null(raw: pl.Expr) -> pl.Expr:
@@ -87,6 +107,21 @@ def duration_s(raw: pl.Expr) -> pl.Expr:
     seconds = parts.struct.field("s").cast(pl.Float64)
     other = days * 86400.0 + hours * 3600.0 + minutes * 60.0 + seconds
     return pl.when(fast).then(clock.cast(pl.Float64)).otherwise(other)
+
+
+def time_limit_s(raw: pl.Expr) -> pl.Expr:
+    """A time limit (`1-00:00:00`, `02:00:00`, `30:00`, or bare minutes `90`) in seconds;
+    UNLIMITED and Partition_Limit are NULL."""
+    minutes = raw.str.to_integer(strict=False).cast(pl.Float64) * 60.0
+    limited = pl.when(~raw.is_in(NO_LIMIT))
+    return limited.then(
+        pl.when(raw.str.contains(r"^[0-9]+$")).then(minutes).otherwise(duration_s(raw))
+    )
+
+
+def unreadable_limit(raw: pl.Expr, parsed: pl.Expr) -> pl.Expr:
+    """True where a time limit is not empty, not 'no limit', and did not parse."""
+    return unreadable(raw, parsed) & ~raw.is_in(NO_LIMIT)
 
 
 def job_and_step(raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
