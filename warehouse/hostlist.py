@@ -19,6 +19,11 @@ NONE_ASSIGNED = "None assigned"
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<digits>\d+)$")
 
 
+#: The most hosts one range of a host list may name: a cluster of 100,000 GPUs has 12,500
+#: hosts, so a larger range is a damaged line, not a cluster (and would take memory to expand).
+MAX_RANGE = 1_000_000
+
+
 def expand(spec: str) -> list[str]:
     """Host names of a Slurm host list, in the order the list gives them.
 
@@ -166,6 +171,10 @@ def _bracket_values(body: str, spec: str) -> list[str]:
             continue
         if int(high) < int(low):
             raise ValueError(f"host list {spec!r}: range {part!r} runs backwards")
+        if int(high) - int(low) >= MAX_RANGE:
+            raise ValueError(
+                f"host list {spec!r}: range {part!r} names more than {MAX_RANGE:,} hosts"
+            )
         width = len(low)
         values.extend(str(n).zfill(width) for n in range(int(low), int(high) + 1))
     return values

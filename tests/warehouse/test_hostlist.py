@@ -39,6 +39,7 @@ def test_expand(spec: str, hosts: list[str]) -> None:
         ("gpu[a-b]", "not a number"),
         ("gpu[]", "not a number"),
         ("a,,b", "empty host name"),
+        ("gpu[0-999999999]", "names more than 1,000,000 hosts"),
     ],
 )
 def test_expand_says_what_is_wrong(spec: str, complaint: str) -> None:
