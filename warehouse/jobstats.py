@@ -33,6 +33,16 @@ SELECT j.job_id, j.job_name, j.user, j.account, j.partition, j.qos, j.cluster, j
 FROM jobs j WHERE j.job_id = ?
 """
 
+#: A Kubernetes pod, named 'namespace/pod' as job_gpus names it, in the job's terms.
+_POD = """
+SELECT p.namespace || '/' || p.name AS job_id, p.name AS job_name, p.namespace AS account,
+       p.cluster, p.pod_phase AS state, p.created_at AS submit_at, p.scheduled_at AS start_at,
+       p.deleted_at AS end_at,
+       epoch(coalesce(p.deleted_at, now()) - p.scheduled_at) AS elapsed_s,
+       p.num_gpu AS gpus, 1 AS nodes, [p.node] AS node_list
+FROM pods p WHERE p.namespace || '/' || p.name = ?
+"""
+
 _USAGE = "SELECT * EXCLUDE (job_id) FROM job_gpu_usage WHERE job_id = ?"
 
 _GPUS = """
@@ -57,6 +67,17 @@ def _rows(cur: duckdb.DuckDBPyConnection, sql: str, job_id: str) -> list[dict[st
     return [dict(zip(names, row, strict=True)) for row in result.fetchall()]
 
 
+def _missing_tables(cur: duckdb.DuckDBPyConnection) -> list[str]:
+    found = {
+        r[0]
+        for r in cur.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' "
+            "AND database_name = current_database()"
+        ).fetchall()
+    }
+    return [t for t in ("job_gpu_usage", "job_gpu_usage_by_gpu") if t not in found]
+
+
 def rules(cur: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
     """wanka.efficiency_rules by rule name."""
     found = _rows(cur, "SELECT * FROM wanka.efficiency_rules WHERE ? IS NOT NULL", "all")
@@ -65,7 +86,13 @@ def rules(cur: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
 
 def stats(cur: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, Any]:
     """The report's data for `job_id`; UnknownJob when wanka has never seen it."""
-    facts = _rows(cur, _FACTS, job_id)
+    missing = _missing_tables(cur)
+    if missing:
+        raise UserError(
+            f"{' and '.join(missing)} missing: the report reads these shipped dynamic tables; "
+            "create them again with the CREATE DYNAMIC TABLE statements of wanka's sql/dynamic/"
+        )
+    facts = _rows(cur, _FACTS, job_id) or _rows(cur, _POD, job_id)
     usage = _rows(cur, _USAGE, job_id)
     sources = _rows(cur, _SOURCES, job_id)
     if not (facts or usage or sources):
