@@ -21,7 +21,12 @@ FOLDER = REPO / "dashboards" / "grafana"
 DASHBOARDS = sorted(FOLDER.glob("*.json"))
 START = datetime(2026, 10, 30, tzinfo=UTC)  # the demo's jobs and telemetry lie after this
 #: Panels that may rightly be empty on a healthy demo.
-MAY_BE_EMPTY = {"Failed refreshes", "Pending jobs and GPUs asked for, by partition"}
+#: (The simulator keeps every GPU of a job at 1 % or more: no job of the demo has an idle GPU.)
+MAY_BE_EMPTY = {
+    "Failed refreshes",
+    "Pending jobs and GPUs asked for, by partition",
+    "Top idle jobs",
+}
 PASSWORD = "grafana-pw"
 
 TINY = SimConfig(
@@ -63,7 +68,12 @@ def _sql(panel: dict[str, Any]) -> str:
 
 
 def test_dashboards_are_provisioning_files_for_the_wanka_data_source() -> None:
-    assert {p.stem for p in DASHBOARDS} == {"cluster_power", "job_queue", "dynamic_freshness"}
+    assert {p.stem for p in DASHBOARDS} == {
+        "cluster_power",
+        "job_queue",
+        "dynamic_freshness",
+        "job_efficiency",
+    }
     uids = [json.loads(p.read_text())["uid"] for p in DASHBOARDS]
     assert len(set(uids)) == len(uids)
     for name, panel in PANELS:
@@ -105,3 +115,34 @@ def test_every_panel_runs_through_pgwire_as_a_reader(server: Server) -> None:
                 assert len(got) == len(direct), name
     finally:
         handle.stop()
+
+
+def test_job_efficiency_panels_agree_with_the_analyses(server: Server) -> None:
+    """The dashboard's SQL and the shipped analyses (over the demo's whole time) say the same."""
+    from warehouse.analyses import run_analysis_table
+
+    by_title = {
+        p["title"]: p for p in json.loads((FOLDER / "job_efficiency.json").read_text())["panels"]
+    }
+
+    def both(title: str, analysis: str, params: dict[str, str]) -> tuple[list[Any], list[Any]]:
+        return server.with_cursor(
+            lambda cur: (
+                cur.sql(_sql(by_title[title])).fetchall(),
+                run_analysis_table(cur, analysis, params).to_pylist(),
+            )
+        )
+
+    idle, accounts = both("Idle GPU-hours by account", "gpu_efficiency", {"by": "account"})
+    want = {r["name"]: (r["idle_gpu_hours"], r["gpu_hours"]) for r in accounts}
+    assert idle and set(want) == {a for a, _, _ in idle}
+    for account, idle_h, gpu_h in idle:  # the panel rounds to 0.01, the analysis to 0.001
+        assert (idle_h, gpu_h) == pytest.approx(want[account], abs=0.0051), account
+    util, partitions = both(
+        "Mean GPU utilisation by partition (%)", "gpu_efficiency", {"by": "partition"}
+    )
+    assert util and dict(util) == {r["name"]: r["util_pct"] for r in partitions}
+    energy, jobs = both("Energy per job", "job_energy", {})
+    assert energy and [(r[0], r[3], r[5]) for r in energy] == [
+        (r["job_id"], r["facility_kwh"], r["carbon_kg"]) for r in jobs[: len(energy)]
+    ]

@@ -166,13 +166,28 @@ def rewrite(
         return exp.select("1"), [f"cannot parse the query: {error}"]
     if values:
         tree = _bind(tree, values)
-    found = problems(tree, select_sql)
+    found = problems(tree, select_sql) + _own_tables(tree)
     for rule in RULES:
         tree = rule(tree)
     for problem in _unknown_functions(tree):
         if problem not in found:
             found.append(problem)
     return tree, found
+
+
+def _own_tables(tree: exp.Expression) -> list[str]:
+    """Tables of wanka's own schema (settings such as wanka.efficiency_rules): the lake holds
+    base, reference and dynamic tables only."""
+    found = []
+    for table in tree.find_all(exp.Table):
+        if table.db.lower() == "wanka":
+            problem = (
+                f"wanka.{table.name} is wanka's own table, which the lake does not carry: "
+                "pass its values as parameters"
+            )
+            if problem not in found:
+                found.append(problem)
+    return found
 
 
 def portability_problems(select_sql: str, values: dict[str, object] | None = None) -> list[str]:

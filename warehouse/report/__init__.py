@@ -80,13 +80,13 @@ def _section_body(section: Section, result: pa.Table | str) -> str:
         if svg:
             out.append(f'<figure data-analysis="{section.analysis}">{svg}</figure>')
     if section.rows:
-        out.append(_table(result, section.rows))
+        out.append(_table(result, section.rows, section.empty))
     return "".join(out)
 
 
-def _table(result: pa.Table, limit: int) -> str:
+def _table(result: pa.Table, limit: int, empty: str) -> str:
     if result.num_rows == 0:
-        return '<p class="note">No rows: the warehouse holds no data this analysis reads.</p>'
+        return f'<p class="note">{html.escape(empty)}</p>'
     numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type) for f in result.schema]
     head = "".join(
         f'<th class="{"" if n else "t"}">{html.escape(name)}</th>'

@@ -28,6 +28,8 @@ class Section:
     chart: Chart | None = None
     params: dict[str, str] = field(default_factory=dict)
     rows: int = 12
+    #: What an empty table means, when that is not "no data" (no idle job is good news).
+    empty: str = "No rows: the warehouse holds no data this analysis reads."
 
 
 def frame(table: pa.Table) -> pl.DataFrame:
@@ -237,6 +239,21 @@ def teams(df: pl.DataFrame) -> str | None:
     )
 
 
+def efficiency(df: pl.DataFrame) -> str | None:
+    """GPU-hours per account (`gpu_efficiency` by account), split into idle and in use."""
+    if df.is_empty():
+        return None
+    top = df.sort("gpu_hours", descending=True).head(12)
+    idle = [float(v or 0) for v in top["idle_gpu_hours"].to_list()]
+    total = [float(v or 0) for v in top["gpu_hours"].to_list()]
+    return charts.stacked(
+        [str(name) for name in top["name"].to_list()],
+        {"in use": [t - i for t, i in zip(total, idle, strict=True)], "idle (0 %)": idle},
+        "GPU-hours by account the telemetry saw: in use and idle",
+        "GPU-hours",
+    )
+
+
 def interruptions(df: pl.DataFrame) -> str | None:
     if df.is_empty():
         return None
@@ -292,9 +309,17 @@ SECTIONS: tuple[Section, ...] = (
     Section("Scheduling", "trace_summary", None, rows=10),
     Section("Scheduling", "cold_start", cold_start),
     Section("Scheduling", "duty_cycle", duty, rows=0),
+    Section("Efficiency", "gpu_efficiency", efficiency, {"by": "account"}),
+    Section(
+        "Efficiency",
+        "idle_gpu_jobs",
+        None,
+        empty="No job left a GPU idle as long as wanka.efficiency_rules' idle_minutes asks.",
+    ),
     Section("Energy", "power_by_cluster", power, rows=0),
     Section("Energy", "annual_cost", annual),
     Section("Energy", "energy_by_team", teams),
+    Section("Energy", "job_energy", None),
     Section("Energy", "perf_per_watt", perf_per_watt),
     Section("Reliability", "interruptions", interruptions),
     Section("Reliability", "xid_by_model", xids),

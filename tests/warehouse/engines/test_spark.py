@@ -32,6 +32,8 @@ DUCKDB_ONLY = {
     "checkpoint_cost": "unnest",
     "fragmentation": "len(x)",
     "gpu_allocation": "to_microseconds",
+    "gpu_efficiency": "wanka.efficiency_rules",
+    "idle_gpu_jobs": "wanka.efficiency_rules",
 }
 
 
