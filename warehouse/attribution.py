@@ -88,52 +88,71 @@ def after_ingest(cur: duckdb.DuckDBPyConnection, batch_id: int, tables: set[str]
             "(SELECT job_id FROM gpu_attribution WHERE batch_id = ? AND source = 'scontrol')",
             [batch_id, batch_id],
         )
-    if tables & {"jobs", "nodes", "gpu_attribution", "gpu_metrics"}:
+    if tables & {"jobs", "nodes", "pods", "clusters", "gpu_attribution", "gpu_metrics"}:
         sync_if_needed(cur)
 
 
-#: The newest batch id or change sequence of the tables whole-node rows are derived from.
-_SOURCES_HIGH = """
-SELECT greatest(
-    (SELECT coalesce(max(batch_id), 0) FROM jobs),
-    (SELECT coalesce(max(batch_id), 0) FROM nodes),
-    (SELECT coalesce(max(batch_id), 0) FROM gpu_attribution WHERE source <> 'whole_node'
-                                                              AND source <> 'ambiguous'),
-    (SELECT coalesce(max(seq), 0) FROM wanka.table_changes WHERE table_name IN ('jobs', 'nodes')))
+#: What the whole-node rows are derived from, in a few zone-map and count reads: the newest
+#: batch id and the row count of jobs, nodes and the other sources (rows written without a
+#: batch id change the count), and the newest logged update or delete of jobs and nodes.
+_SOURCES_STATE = """
+SELECT concat_ws('/',
+    (SELECT coalesce(max(batch_id), 0) || ':' || count(*) FROM jobs),
+    (SELECT coalesce(max(batch_id), 0) || ':' || count(*) FROM nodes),
+    (SELECT coalesce(max(batch_id), 0) || ':' || count(*) FROM pods),
+    (SELECT coalesce(max(batch_id), 0) || ':' || count(*) FROM clusters),
+    (SELECT coalesce(max(batch_id), 0) || ':' || count(*) FROM gpu_attribution
+     WHERE source NOT IN ('whole_node', 'ambiguous')),
+    (SELECT coalesce(max(seq), 0) FROM wanka.table_changes
+     WHERE table_name IN ('jobs', 'nodes', 'pods', 'clusters')))
 """
 
 
 def sync_if_needed(cur: duckdb.DuckDBPyConnection) -> bool:
     """`sync_whole_nodes` when jobs, nodes or the other sources changed since it last ran (a
-    few zone-map reads otherwise); whether it ran. Every refresh of a table that reads
+    few cheap reads otherwise); whether it ran. Every refresh of a table that reads
     gpu_attribution calls it first, so rows written by SQL are followed as ingested ones are."""
-    high = int(cur.execute(_SOURCES_HIGH).fetchall()[0][0])
-    done = int(cur.execute("SELECT synced_to FROM wanka.attribution_state").fetchall()[0][0])
-    if high <= done:
+    state = str(cur.execute(_SOURCES_STATE).fetchall()[0][0])
+    done = cur.execute("SELECT synced_to FROM wanka.attribution_state").fetchall()[0][0]
+    if state == done:
         return False
     sync_whole_nodes(cur)
-    cur.execute("UPDATE wanka.attribution_state SET synced_to = ?", [high])
+    cur.execute("UPDATE wanka.attribution_state SET synced_to = ?", [state])
     return True
 
 
 #: Per job and host, the rows whole-node information gives: every GPU of a host the job holds
 #: whole, or one ambiguous row for a host it shares. A job is left to other sources when it has
-#: scontrol rows or runs on a host whose exporter names jobs (a 'labels' row).
+#: scontrol rows or runs on a host whose exporter names jobs (a 'labels' row). Jobs of a
+#: Kubernetes cluster in `jobs` (namespace as account) and pods in `pods` are named
+#: 'namespace/pod', as the pod labels name them.
 _WHOLE_NODE = """
-WITH placed AS (
-    SELECT j.job_id, h.host, j.start_at,
+WITH held AS (
+    SELECT CASE WHEN c.scheduler = 'kubernetes' THEN coalesce(j.account, '') || '/' || j.job_id
+                ELSE j.job_id END AS job_id,
+           j.job_id AS slurm_id, h.host, j.start_at,
            CASE WHEN j.state NOT IN ('RUNNING', 'PENDING', 'SUSPENDED', 'REQUEUED') THEN j.end_at
            END AS end_at,
-           coalesce(j.exclusive, false) OR j.gpus = sum(n.gpus) OVER (PARTITION BY j.job_id)
-               AS whole,
+           coalesce(j.exclusive, false) AS exclusive, j.gpus
+    FROM jobs j LEFT JOIN clusters c ON c.cluster = j.cluster, unnest(j.node_list) AS h(host)
+    WHERE j.start_at IS NOT NULL AND coalesce(j.gpus, 0) > 0
+    UNION ALL
+    SELECT coalesce(p.namespace, '') || '/' || p.name, NULL, p.node, p.scheduled_at,
+           CASE WHEN p.pod_phase NOT IN ('Running', 'Pending') THEN p.deleted_at END,
+           false, CASE WHEN coalesce(p.gpu_milli, 1000) >= 1000 THEN p.num_gpu ELSE 0 END
+    FROM pods p
+    WHERE p.node IS NOT NULL AND p.scheduled_at IS NOT NULL AND coalesce(p.num_gpu, 0) > 0
+),
+placed AS (
+    SELECT d.job_id, d.host, d.start_at, d.end_at,
+           d.exclusive OR d.gpus = sum(n.gpus) OVER (PARTITION BY d.job_id) AS whole,
            n.gpus AS host_gpus
-    FROM jobs j, unnest(j.node_list) AS h(host)
-    JOIN nodes n ON n.host = h.host
-    WHERE j.start_at IS NOT NULL AND coalesce(j.gpus, 0) > 0 AND coalesce(n.gpus, 0) > 0
+    FROM held d JOIN nodes n ON n.host = d.host
+    WHERE coalesce(n.gpus, 0) > 0
       AND NOT EXISTS (SELECT 1 FROM gpu_attribution a
-                      WHERE a.source = 'scontrol' AND a.job_id = j.job_id)
+                      WHERE a.source = 'scontrol' AND a.job_id = d.slurm_id)
       AND NOT EXISTS (SELECT 1 FROM gpu_attribution a
-                      WHERE a.source = 'labels' AND a.host = h.host)
+                      WHERE a.source = 'labels' AND a.host = d.host)
 )
 SELECT job_id, host, g.gpu, start_at, end_at, 'whole_node' AS source, true AS exact
 FROM placed, range(host_gpus) AS g(gpu) WHERE whole

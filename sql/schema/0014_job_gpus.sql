@@ -69,10 +69,10 @@ CREATE TABLE wanka.job_label_stretches (
     last_ts             TIMESTAMPTZ NOT NULL   -- the last one
 );
 
--- How far the whole-node rows follow jobs and nodes: the highest batch id or change sequence of
--- jobs, nodes and gpu_attribution they were last derived from (warehouse/attribution.py).
-CREATE TABLE wanka.attribution_state (synced_to BIGINT NOT NULL);
-INSERT INTO wanka.attribution_state VALUES (0);
+-- What the whole-node rows were last derived from: batch ids, row counts and change sequences
+-- of jobs, nodes and gpu_attribution, as text (warehouse/attribution.py `sync_if_needed`).
+CREATE TABLE wanka.attribution_state (synced_to VARCHAR NOT NULL);
+INSERT INTO wanka.attribution_state VALUES ('');
 
 -- table job_gpus: view
 CREATE VIEW job_gpus AS
