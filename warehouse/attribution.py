@@ -2,9 +2,11 @@
 
 sql/schema/0014_job_gpus.sql says what each source means and why there are two stores. Here:
 
+- `note_gpus`: a GPU whose telemetry arrives for the first time gets its one 'labels' row in
+  gpu_attribution (what its samples that name their job join): gpu_attribution changes with
+  new GPUs, not with every job a label names;
 - `note_labels`: after samples are stored (warehouse.telemetry), the stretches of scrapes whose
-  series carry a job label (`hpc_job`, or `pod`/`namespace`) grow or start, and a GPU seen with
-  labels for the first time gets its one 'labels' row in gpu_attribution;
+  series carry a job label (`hpc_job`, or `pod`/`namespace`) grow or start;
 - `after_ingest`: after an ingest's rows are stored, in its transaction — a new `scontrol`
   capture of a job replaces that job's earlier scontrol rows, and the whole-node rows follow
   the jobs and nodes as they now are (`sync_whole_nodes`).
@@ -34,6 +36,17 @@ def _label_source(alias: str) -> str:
     return (
         f"CASE WHEN {alias}.labels->>'hpc_job' IS NOT NULL THEN 'dcgm_hpc_job' "
         "ELSE 'kubernetes_pod' END"
+    )
+
+
+def note_gpus(cur: duckdb.DuckDBPyConnection, known_series: int) -> None:
+    """Give the GPUs of the series past id `known_series` (new ones) their 'labels' row."""
+    cur.execute(
+        "INSERT INTO gpu_attribution (host, gpu, source) "
+        "SELECT DISTINCT r.host, r.gpu, 'labels' FROM wanka.gpu_series r "
+        "WHERE r.series_id > ? AND r.gpu IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "
+        "gpu_attribution a WHERE a.source = 'labels' AND a.host = r.host AND a.gpu = r.gpu)",
+        [known_series],
     )
 
 
@@ -70,12 +83,6 @@ def note_labels(cur: duckdb.DuckDBPyConnection, batches: str) -> None:
             "FROM _wanka_seen n WHERE NOT EXISTS (SELECT 1 FROM wanka.job_label_stretches t "
             f"WHERE {same} AND {near})"
         )
-        cur.execute(
-            "INSERT INTO gpu_attribution (host, gpu, source) "
-            "SELECT DISTINCT n.host, n.gpu, 'labels' FROM _wanka_seen n WHERE NOT EXISTS "
-            "(SELECT 1 FROM gpu_attribution a WHERE a.source = 'labels' AND a.host = n.host "
-            "AND a.gpu = n.gpu)"
-        )
     finally:
         cur.unregister("_wanka_seen")
 
@@ -103,6 +110,7 @@ SELECT concat_ws('/',
     (SELECT coalesce(max(batch_id), 0) || ':' || count(*) FROM clusters),
     (SELECT coalesce(max(batch_id), 0) || ':' || count(*) FROM gpu_attribution
      WHERE source NOT IN ('whole_node', 'ambiguous')),
+    (SELECT count(DISTINCT host) FROM wanka.job_label_stretches),
     (SELECT coalesce(max(seq), 0) FROM wanka.table_changes
      WHERE table_name IN ('jobs', 'nodes', 'pods', 'clusters')))
 """
@@ -123,7 +131,7 @@ def sync_if_needed(cur: duckdb.DuckDBPyConnection) -> bool:
 
 #: Per job and host, the rows whole-node information gives: every GPU of a host the job holds
 #: whole, or one ambiguous row for a host it shares. A job is left to other sources when it has
-#: scontrol rows or runs on a host whose exporter names jobs (a 'labels' row). Jobs of a
+#: scontrol rows or runs on a host whose exporter names jobs (a label stretch). Jobs of a
 #: Kubernetes cluster in `jobs` (namespace as account) and pods in `pods` are named
 #: 'namespace/pod', as the pod labels name them.
 _WHOLE_NODE = """
@@ -151,8 +159,7 @@ placed AS (
     WHERE coalesce(n.gpus, 0) > 0
       AND NOT EXISTS (SELECT 1 FROM gpu_attribution a
                       WHERE a.source = 'scontrol' AND a.job_id = d.slurm_id)
-      AND NOT EXISTS (SELECT 1 FROM gpu_attribution a
-                      WHERE a.source = 'labels' AND a.host = d.host)
+      AND NOT EXISTS (SELECT 1 FROM wanka.job_label_stretches s WHERE s.host = d.host)
 )
 SELECT job_id, host, g.gpu, start_at, end_at, 'whole_node' AS source, true AS exact
 FROM placed, range(host_gpus) AS g(gpu) WHERE whole

@@ -109,6 +109,9 @@ def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
     # one statement, one batch (an ingest always gives its own)
     batch = "x.batch_id" if "batch_id" in names else str(_next_batch(cur))
     try:
+        known = int(
+            cur.execute(f"SELECT coalesce(max(series_id), 0) FROM {SERIES}").fetchall()[0][0]
+        )
         cur.execute(
             f"INSERT INTO {SERIES} (series_id, {labels}) "
             f"SELECT nextval('wanka.series_seq'), {labels} FROM ("
@@ -128,6 +131,7 @@ def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
             f"INSERT INTO {BATCHES} SELECT {batch}, count(*), min(ts), max(ts) FROM {rows} AS x "
             f"GROUP BY ALL"
         )
+        attribution.note_gpus(cur, known)
         attribution.note_labels(
             cur, f"SELECT DISTINCT x.batch_id FROM {rows} AS x" if batch == "x.batch_id" else batch
         )

@@ -20,10 +20,10 @@
 -- Two stores behind it, so that telemetry attributed by its labels never makes the per-job
 -- dynamic tables recompute anything:
 -- gpu_attribution is what the per-job tables join the samples with (sql/dynamic/
--- job_gpu_usage_by_gpu.sql): the interval sources' rows, and for every GPU whose samples carry
--- job labels one row with source 'labels' and no job — its samples name their job themselves.
--- It changes when a job starts or ends on an interval source, and when a GPU is first seen
--- with labels; the label stretches, which grow with every scrape, live apart in
+-- job_gpu_usage_by_gpu.sql): the interval sources' rows, and for every GPU that sent telemetry
+-- one row with source 'labels' and no job — what its samples that name their job join. It
+-- changes when a job starts or ends on an interval source and when a GPU reports for the first
+-- time; the label stretches, which grow with every scrape, live apart in
 -- wanka.job_label_stretches, which nothing derives from.
 -- table gpu_attribution: tracked; demo; lake
 CREATE TABLE gpu_attribution (

@@ -65,6 +65,7 @@ class Probe:
     change: str | None  # an update or delete since the watermark, said for people
     reload: str | None  # a reference table reloaded since the watermark
     touched: set[str]  # sources with new, updated or deleted rows
+    changed: set[str]  # sources with updated or deleted rows (or reloaded)
 
 
 def _probe(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, sql: RefreshSql) -> Probe:
@@ -78,15 +79,17 @@ def _probe(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, sql: RefreshSql) ->
     tracked = [s for s in dt.sources if s in TRACKED]
     high = max([dt.watermark, *(int(v) for v in highs if v is not None)])
     touched = {s for s, v in zip(tracked, highs, strict=True) if v is not None}
+    changed: set[str] = set()
     change = reload = None
     for item in found:
         table, kind, count, seq = item.values() if isinstance(item, dict) else item
         touched.add(table)
+        changed.add(table)
         high = max(high, int(seq))
         change = change or f"{kind} of {count} rows on {table} since the last refresh"
         if kind == "reload":
             reload = f"reference table {table} was reloaded (a new wanka release): recomputed"
-    return Probe(now, high, change, reload, touched)
+    return Probe(now, high, change, reload, touched, changed)
 
 
 def _decide(
@@ -103,7 +106,10 @@ def _decide(
     if probe.change and sql.regroup is None:
         cannot = "this plan cannot take rows back one by one, so this refresh recomputed"
         return "full", f"{probe.change}: {cannot} the whole table"
-    joined = joined_side_is_costly(cur, plan, sql, probe.touched)
+    # an aggregate plan finds the groups that rows inserted into a joined table touch through
+    # them (few: a new node, GPU or job interval); only updates and deletes there go full
+    dims = probe.changed if isinstance(plan, Aggregate) else probe.touched
+    joined = joined_side_is_costly(cur, plan, sql, dims)
     if joined:
         return "full", joined
     if probe.change or (isinstance(plan, Groups) and probe.high != dt.watermark):

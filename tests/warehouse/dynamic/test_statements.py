@@ -199,6 +199,8 @@ def test_shipped_definitions_install(eng: Engine) -> None:
         "energy_cluster_daily",
         "gpu_hourly_host",
         "job_gpu_hours_daily",
+        "job_gpu_usage",
+        "job_gpu_usage_by_gpu",
         "xid_errors_by_model",
     ]
     assert install_shipped(eng) == []
@@ -208,6 +210,8 @@ def test_shipped_definitions_install(eng: Engine) -> None:
         "gpu_hourly_host": "aggregate",
         "job_gpu_hours_daily": "aggregate",
         "energy_cluster_daily": "aggregate",
+        "job_gpu_usage_by_gpu": "aggregate",
+        "job_gpu_usage": "groups",
         "xid_errors_by_model": "groups",
     }
 
