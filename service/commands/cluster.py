@@ -55,12 +55,26 @@ def _simulation_options(command: Callable[..., None]) -> Callable[..., None]:
             show_default=True,
             help="Random seed: same seed, same cluster.",
         ),
+        click.option(
+            "--job-labels",
+            type=click.Choice(["hpc", "kubernetes", "none"]),
+            default="hpc",
+            show_default=True,
+            help="How telemetry names jobs: hpc (dcgm-exporter's hpc_job on Slurm GPUs, pod "
+            "labels on Kubernetes), kubernetes (pod labels only), none (no job labels).",
+        ),
     ]
     return with_options(command, options)
 
 
 def _sim_config(
-    gpus: int, hours: float, interval_s: float, start: datetime, seed: int, warmup_hours: float
+    gpus: int,
+    hours: float,
+    interval_s: float,
+    start: datetime,
+    seed: int,
+    warmup_hours: float,
+    job_labels: str,
 ) -> SimConfig:
     from warehouse.simulate import SimConfig
 
@@ -72,6 +86,7 @@ def _sim_config(
             start=start,
             seed=seed,
             warmup_hours=warmup_hours,
+            job_labels=job_labels,
         )
     except ValueError as error:
         raise UserError(str(error)) from None
@@ -99,13 +114,16 @@ def simulate(
     hours: float,
     interval_s: float,
     seed: int,
+    job_labels: str,
     start: str | None,
     warmup_hours: float,
 ) -> None:
-    """Write a synthetic cluster in the real formats (DCGM text, sacct, inventory CSV, Parquet)."""
+    """Write a synthetic cluster in the real formats (DCGM text, sacct, scontrol, inventory CSV,
+    Parquet) and its ground truth (which job held which GPU, and what its GPUs reported)."""
     from warehouse.simulate import simulate_cluster, write_formats
 
-    config = _sim_config(gpus, hours, interval_s, _parse_start(start), seed, warmup_hours)
+    start_at = _parse_start(start)
+    config = _sim_config(gpus, hours, interval_s, start_at, seed, warmup_hours, job_labels)
     cluster = simulate_cluster(config)
     with terminal.progress("writing", cluster.sample_count, cumulative=True) as done:
         files = write_formats(cluster, out, progress=done)
@@ -135,12 +153,13 @@ def demo(
     hours: float,
     interval_s: float,
     seed: int,
+    job_labels: str,
 ) -> None:
     """Build a demo warehouse of a simulated 10,000-GPU cluster, then serve it."""
     from warehouse.demo import DEMO_START, EXAMPLE_QUERIES, build_demo
 
     # A fixed start, so that running the same demo again finds it already built.
-    config = _sim_config(gpus, hours, interval_s, DEMO_START, seed, 48.0)
+    config = _sim_config(gpus, hours, interval_s, DEMO_START, seed, 48.0, job_labels)
     demo_password = None
     with open_engine(ctx) as engine:
         if not no_serve:

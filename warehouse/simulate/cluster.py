@@ -17,7 +17,7 @@ from warehouse.simulate.inventory import (
 )
 from warehouse.simulate.joblog import build_joblog
 from warehouse.simulate.scheduler import schedule
-from warehouse.simulate.telemetry import batches, sample_count
+from warehouse.simulate.telemetry import Observer, batches, sample_count
 from warehouse.simulate.telemetry_plan import TelemetryPlan, build_plan
 from warehouse.simulate.workload import generate_workload
 
@@ -37,15 +37,22 @@ class SimulatedCluster:
     job_steps: pa.Table
     job_events: pa.Table
     telemetry: TelemetryPlan
+    #: per jobs row, the GPU indices it holds on each of its hosts (as `node_list`); () if none
+    gpu_slots: tuple[tuple[int, ...], ...] = ()
 
     @property
     def sample_count(self) -> int:
         """Rows `telemetry_batches` yields in total."""
         return sample_count(self.telemetry)
 
-    def telemetry_batches(self, max_rows: int = 2_000_000) -> Iterator[pa.RecordBatch]:
-        """`gpu_metrics` rows in time order, at most `max_rows` a batch (whole scrapes)."""
-        return batches(self.telemetry, max_rows)
+    def telemetry_batches(
+        self, max_rows: int = 2_000_000, observe: Observer | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """`gpu_metrics` rows in time order, at most `max_rows` a batch (whole scrapes).
+
+        `observe` sees each batch's job occupancy and values as they are drawn (see telemetry).
+        """
+        return batches(self.telemetry, max_rows, observe)
 
     def tables(self) -> dict[str, pa.Table]:
         """The eager tables by their DDL name."""
@@ -79,4 +86,5 @@ def simulate_cluster(cfg: SimConfig) -> SimulatedCluster:
         job_steps=log.job_steps,
         job_events=log.job_events,
         telemetry=plan,
+        gpu_slots=tuple(sched.slots),
     )

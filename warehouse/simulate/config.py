@@ -19,6 +19,13 @@ GPUS_PER_HOST = 8
 #: 2026-11-01T00:00:00Z, a Sunday: the demo's default window.
 DEFAULT_START = datetime(2026, 11, 1, tzinfo=UTC)
 
+#: How telemetry names the job on a GPU (`SimConfig.job_labels`):
+#:   'hpc'        dcgm-exporter with --hpc-job-mapping-dir on the Slurm clusters: `hpc_job`, the
+#:                job id as sacct's JobID shows it; pod labels on the Kubernetes clusters
+#:   'kubernetes' pod/namespace/container labels on the Kubernetes clusters only
+#:   'none'       no job labels: only hosts and GPUs, the rest has to come from the schedulers
+JOB_LABELS = ("hpc", "kubernetes", "none")
+
 
 class InvalidConfig(UserError, ValueError):
     """A simulation parameter is out of its domain (a ValueError, exit status 2 at the CLI)."""
@@ -43,6 +50,7 @@ class SimConfig:
             2e-5 is Meta's Llama 3 figure (419 unexpected interruptions, mostly GPU and HBM,
             in 54 days on 16,384 H100s); raise it to see failures in small simulations.
         gpu_models_csv: GPU specs to use; default `sql/reference/gpu_models.csv`.
+        job_labels: how samples name the job on their GPU, one of `JOB_LABELS`.
     """
 
     gpus: int = 10_000
@@ -54,6 +62,7 @@ class SimConfig:
     target_load: float = 1.05
     fatal_xid_per_gpu_h: float = 2e-5
     gpu_models_csv: Path | None = None
+    job_labels: str = "hpc"
 
     def __post_init__(self) -> None:
         _check_int("gpus", self.gpus, minimum=GPUS_PER_HOST, why="one host has 8 GPUs")
@@ -69,6 +78,10 @@ class SimConfig:
             raise InvalidConfig(f"start must be a datetime, got {self.start!r}")
         if self.start.tzinfo is None:
             object.__setattr__(self, "start", self.start.replace(tzinfo=UTC))
+        if self.job_labels not in JOB_LABELS:
+            raise InvalidConfig(
+                f"job_labels must be one of {', '.join(JOB_LABELS)}, got {self.job_labels!r}"
+            )
         if self.gpu_models_csv is not None:
             object.__setattr__(self, "gpu_models_csv", Path(self.gpu_models_csv))
 

@@ -4,12 +4,14 @@
       inventory/{sites,clusters,nodes}.csv   header = the DDL's column names
       dcgm/metrics-NNNN.prom                 dcgm-exporter text, one file per telemetry batch
       slurm/sacct.txt                        sacct --parsable2 with a header
+      slurm/scontrol.txt                     scontrol show job -d --oneliner, the window's jobs
       parquet/<table>.parquet                the eager tables
       parquet/gpu_metrics/part-NNNN.parquet  the telemetry, one part per batch
-      manifest.json                          config, row counts, files
+      truth/job_gpus.csv, job_usage.csv      what really ran where, and its telemetry (truth.py)
+      manifest.json                          config, job label mode, row counts, files
 
-Telemetry is generated once and each batch goes to both its .prom file and its Parquet part,
-so memory stays at one batch whatever the window.
+Telemetry is generated once and each batch goes to its .prom file, its Parquet part and the
+truth's sums, so memory stays at one batch whatever the window.
 """
 
 from __future__ import annotations
@@ -26,12 +28,20 @@ import pyarrow.parquet as pq
 
 from warehouse.simulate.prom import PromWriter
 from warehouse.simulate.sacct import write_sacct
+from warehouse.simulate.scontrol import write_scontrol
+from warehouse.simulate.truth import JobUsage, truth_job_ids, write_truth
 
 if TYPE_CHECKING:
     from warehouse.simulate.cluster import SimulatedCluster
 
 INVENTORY_TABLES = ("sites", "clusters", "nodes")
-KINDS = ("inventory", "dcgm", "slurm", "parquet")
+KINDS = ("inventory", "dcgm", "slurm", "parquet", "truth")
+#: The label keys telemetry carries in each `SimConfig.job_labels` mode, for manifest.json.
+LABEL_KEYS = {
+    "hpc": {"slurm": ["hpc_job"], "kubernetes": ["container", "namespace", "pod"]},
+    "kubernetes": {"slurm": [], "kubernetes": ["container", "namespace", "pod"]},
+    "none": {"slurm": [], "kubernetes": []},
+}
 
 
 def write_formats(
@@ -52,8 +62,9 @@ def write_formats(
         kinds: which of the folders to write (the demo skips the bulky DCGM text).
 
     Returns:
-        {'inventory': [...], 'dcgm': [...], 'slurm': [...], 'parquet': [...],
-        'manifest': [...]}, paths under `out_dir`.
+        {'inventory': [...], 'dcgm': [...], 'slurm': [sacct.txt], 'scontrol': [scontrol.txt],
+        'parquet': [...], 'truth': [...], 'manifest': [...]}, paths under `out_dir`, for the
+        kinds asked for (scontrol.txt comes with the `slurm` kind).
     """
     out_dir = Path(out_dir)
     unknown = set(kinds) - set(KINDS)
@@ -73,13 +84,16 @@ def write_formats(
             pacsv.write_csv(csv_ready(tables[name]), path)
             files["inventory"].append(path)
 
-    slurm_jobs = None
+    slurm_jobs = scontrol_jobs = None
     if "slurm" in folders:
         sacct_path = folders["slurm"] / "sacct.txt"
         slurm_jobs = write_sacct(
             cluster.jobs, cluster.job_steps, cluster.nodes, cluster.clusters, sacct_path
         )
+        scontrol_path = folders["slurm"] / "scontrol.txt"
+        scontrol_jobs = write_scontrol(cluster, scontrol_path)
         files["slurm"].append(sacct_path)
+        files["scontrol"] = [scontrol_path]  # a format of its own: `slurm` lists sacct text
 
     if "parquet" in folders:
         for name, table in tables.items():
@@ -87,10 +101,15 @@ def write_formats(
             pq.write_table(table, path)
             files["parquet"].append(path)
 
-    done = _write_telemetry(cluster, folders, files, max_rows, progress)
+    usage = JobUsage(cluster.telemetry) if "truth" in folders else None
+    done = _write_telemetry(cluster, folders, files, max_rows, progress, usage)
+    if usage is not None:
+        job_ids = truth_job_ids(cluster.jobs, cluster.clusters)
+        files["truth"] = write_truth(cluster.telemetry, usage, job_ids, folders["truth"])
     manifest = out_dir / "manifest.json"
     counts = {name: table.num_rows for name, table in tables.items()}
     counts["gpu_metrics"] = done
+    mode = cluster.config.job_labels
     manifest.write_text(
         json.dumps(
             {
@@ -99,6 +118,8 @@ def write_formats(
                 "sample_count": cluster.sample_count,
                 "rows": counts,
                 "sacct_jobs": slurm_jobs,
+                "scontrol_jobs": scontrol_jobs,
+                "job_labels": {"mode": mode, "keys": LABEL_KEYS[mode]},
                 "files": {
                     kind: [str(p.relative_to(out_dir)) for p in paths]
                     for kind, paths in files.items()
@@ -119,13 +140,19 @@ def _write_telemetry(
     files: dict[str, list[Path]],
     max_rows: int,
     progress: Callable[[int], None] | None,
+    usage: JobUsage | None,
 ) -> int:
-    """The telemetry as DCGM text and/or Parquet parts, batch by batch; the samples written."""
-    prom = PromWriter(cluster.telemetry)
+    """The telemetry as DCGM text and/or Parquet parts, batch by batch; the samples written.
+
+    `usage` (the truth's sums) sees every batch, even when neither text nor Parquet is wanted.
+    """
+    prom = PromWriter(cluster.telemetry) if "dcgm" in folders else None
     done = 0
-    telemetry = cluster.telemetry_batches(max_rows) if {"dcgm", "parquet"} & set(folders) else ()
+    written = bool({"dcgm", "parquet"} & set(folders))
+    observe = usage.observe if usage is not None else None
+    telemetry = cluster.telemetry_batches(max_rows, observe) if written or observe else ()
     for index, batch in enumerate(telemetry):
-        if "dcgm" in folders:
+        if prom is not None:
             prom_path = folders["dcgm"] / f"metrics-{index:04d}.prom"
             with prom_path.open("wb") as handle:
                 prom.write(batch, handle)
@@ -134,8 +161,8 @@ def _write_telemetry(
             part = folders["parquet"] / "gpu_metrics" / f"part-{index:04d}.parquet"
             pq.write_table(pa.Table.from_batches([batch]), part)
             files["parquet"].append(part)
-        done += batch.num_rows
-        if progress is not None:
+        done += batch.num_rows if written else 0
+        if progress is not None and written:
             progress(done)
     return done
 

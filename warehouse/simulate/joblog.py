@@ -76,6 +76,11 @@ def build_joblog(
         for j in range(n)
     ]
     node_lists = [[inv.host_names[h] for h in sched.hosts[j]] for j in range(n)]
+    slurm = np.array([p.scheduler == "slurm" for p in plans], dtype=bool)
+    # Pods have no wall-time limit (workload's POD_LIMIT_S only bounds the simulation); a Slurm
+    # job that asks for whole nodes gets them to itself (sbatch --exclusive, OverSubscribe=NO).
+    limit = pa.array(work.limit_s.astype(np.float64), mask=~slurm)
+    exclusive = pa.array(work.gpus % GPUS_PER_HOST == 0, mask=~slurm)
     jobs = to_table("jobs", {
         "job_id": job_ids,
         "job_name": list(work.name),
@@ -100,6 +105,8 @@ def build_joblog(
         "cpus": cpus,
         "exit_code": list(exit_code),
         "derived_exit_code": list(derived),
+        "time_limit_s": limit,
+        "exclusive": exclusive,
     })  # fmt: skip
     steps = _steps(cfg, work, sched, job_ids, node_lists, cpus, exit_code, plans, rng)
     events, saves = _events(cfg, inv, work, sched, job_ids, rng)

@@ -7,7 +7,8 @@ the epoch) and each metric family appears once, `# HELP` and `# TYPE` first, the
     modelName="NVIDIA H100 80GB HBM3",Hostname="h100a0001",DCGM_FI_DRIVER_VERSION="570.124.06"}
     87 1793491200000
 
-(one line in the file). Pods' GPUs also carry container, namespace and pod labels. AMD and
+(one line in the file). A job's GPUs also carry its labels (`hpc_job`, or container, namespace
+and pod; see job_labels.py), built once per distinct GPU and label set in a batch. AMD and
 Huawei hosts are written under the same DCGM names (the warehouse's canonical field names, as a
 vendor exporter mapped onto them would give), with their own device prefix and driver label.
 Lines are built by polars string kernels, never by a Python loop over samples.
@@ -74,23 +75,33 @@ class PromWriter:
         """Write one batch (whole scrapes, metric-major) to `out`."""
         g, m = self.plan.columns, len(METRICS)
         per_metric = batch.num_rows // m
-        cols = np.asarray(batch.column("uuid").indices)
-        metric = np.asarray(batch.column("metric").indices)
-        heads = self.heads.gather(metric.astype(np.int64) * g + cols)
+        cols = np.asarray(batch.column("uuid").indices).astype(np.int64)
+        owners, suffixes = _label_suffixes(batch.column("labels"))
         ts_ms = pc.divide(batch.column("ts").cast(pa.int64()), 1000)
         frame = pl.DataFrame({
-            "head": heads,
-            "extra": _pod_labels(batch.column("labels")),
             "value": pl.from_arrow(batch.column("value")),
             "ts": pl.from_arrow(ts_ms),
         })  # fmt: skip
+        key: np.ndarray | None = None
         for index, metric_def in enumerate(METRICS):
-            rows = frame.slice(index * per_metric, per_metric)
+            block = slice(index * per_metric, (index + 1) * per_metric)
+            # A sample's head is fixed by its GPU and its job's labels: build each distinct one
+            # once per field (the blocks of a batch share their layout), then gather per row.
+            block_key = cols[block] * len(suffixes) + owners[block]
+            if key is None or not np.array_equal(block_key, key):
+                key = block_key
+                distinct, inverse = np.unique(key, return_inverse=True)
+            heads = pl.DataFrame({
+                "head": self.heads.gather(index * g + distinct // len(suffixes)),
+                "extra": suffixes.gather(distinct % len(suffixes)),
+            }).select(pl.concat_str(["head", "extra"]))["head"]  # fmt: skip
             value = pl.col("value")
             text = value.cast(pl.Int64) if metric_def.integral else value
-            lines = rows.select(
+            lines = frame.slice(index * per_metric, per_metric).with_columns(
+                heads.gather(inverse).alias("head")
+            ).select(
                 pl.concat_str([
-                    pl.col("head"), pl.col("extra"), pl.lit("} "), text.cast(pl.String),
+                    pl.col("head"), pl.lit("} "), text.cast(pl.String),
                     pl.lit(" "), pl.col("ts").cast(pl.String),
                 ]).alias("line")
             )  # fmt: skip
@@ -100,21 +111,20 @@ class PromWriter:
             lines.write_csv(out, include_header=False, quote_style="never")
 
 
-def _pod_labels(labels: pa.Array) -> pl.Series:
-    """`,container="…",namespace="…",pod="…"` for rows with labels, '' for the others.
+def _label_suffixes(labels: pa.Array) -> tuple[np.ndarray, pl.Series]:
+    """Per row an index into the label texts, and the texts: `,hpc_job="…"` or
+    `,container="…",namespace="…",pod="…"`, the last one '' (rows without labels).
 
     `labels` holds JSON text, dictionary-encoded: each distinct entry is turned into label
-    text once, then taken per row.
+    text once.
     """
     if labels.null_count == len(labels):
-        return pl.Series("extra", [""], dtype=pl.String).extend_constant("", len(labels) - 1)
+        return np.zeros(len(labels), dtype=np.int64), pl.Series("extra", [""], dtype=pl.String)
     encoded = labels if isinstance(labels, pa.DictionaryArray) else labels.dictionary_encode()
-    suffixes = pa.array(
-        [
-            "".join(f',{key}="{value}"' for key, value in json.loads(text).items())
-            for text in encoded.dictionary.to_pylist()
-        ],
-        pa.string(),
-    )
-    joined = pc.fill_null(pc.take(suffixes, encoded.indices), "")
-    return pl.Series("extra", joined)
+    texts = [
+        "".join(f',{key}="{value}"' for key, value in json.loads(text).items())
+        for text in encoded.dictionary.to_pylist()
+    ]
+    none = len(texts)
+    owners = np.asarray(pc.fill_null(encoded.indices, none)).astype(np.int64)
+    return owners, pl.Series("extra", [*texts, ""], dtype=pl.String)

@@ -2,10 +2,11 @@
 
     sacct --parsable2 --format=JobID,JobIDRaw,JobName,User,Account,Partition,QOS,Submit,
         Eligible,Start,End,Elapsed,State,ExitCode,DerivedExitCode,AllocNodes,AllocCPUS,
-        AllocTRES,ReqTRES,NodeList
+        AllocTRES,ReqTRES,NodeList,Timelimit
 
 Times are UTC without a zone (sacct prints the cluster's local time; the simulated clusters run
-on UTC), 'Unknown' where there is none; Elapsed is [D-]HH:MM:SS; NodeList is a host list.
+on UTC), 'Unknown' where there is none; Elapsed and Timelimit are [D-]HH:MM:SS (a job without a
+limit says UNLIMITED, a step nothing); NodeList is a host list.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from warehouse import hostlist
 FIELDS = (
     "JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "Submit",
     "Eligible", "Start", "End", "Elapsed", "State", "ExitCode", "DerivedExitCode",
-    "AllocNodes", "AllocCPUS", "AllocTRES", "ReqTRES", "NodeList",
+    "AllocNodes", "AllocCPUS", "AllocTRES", "ReqTRES", "NodeList", "Timelimit",
 )  # fmt: skip
 
 
@@ -47,6 +48,17 @@ def sacct_elapsed(seconds: float | None) -> str:
     days, rest = divmod(total, 86400)
     text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
     return f"{days}-{text}" if days else text
+
+
+def sacct_timelimit(seconds: float | None) -> str:
+    """Timelimit as sacct (and scontrol's TimeLimit) print it: whole minutes as [D-]HH:MM:SS.
+
+    >>> sacct_timelimit(86400), sacct_timelimit(1800), sacct_timelimit(None)
+    ('1-00:00:00', '00:30:00', 'UNLIMITED')
+    """
+    if seconds is None or math.isnan(seconds):
+        return "UNLIMITED"
+    return sacct_elapsed(seconds // 60 * 60)
 
 
 def tres(cpus: int, gpus: int, gpu_type: str | None, mem_gb: int, nodes: int, billing: bool) -> str:
@@ -101,7 +113,7 @@ def write_sacct(
             str(job["nodes"] if allocated else 0), str(job["cpus"] if allocated else 0),
             tres(job["cpus"], job["gpus"], job["gpu_type"], int(mem_per_gpu * job["gpus"]),
                  job["nodes"], True) if allocated else "",
-            requested, node_text,
+            requested, node_text, sacct_timelimit(job["time_limit_s"]),
         )))  # fmt: skip
         for step in by_job.get(job["job_id"], []):
             step_hosts = step["node_list"] or []
@@ -114,7 +126,7 @@ def write_sacct(
                 "", str(step["nodes"]), str(step["cpus"]),
                 tres(step["cpus"], step["gpus"], job["gpu_type"],
                      int(mem_per_gpu * step["gpus"]), step["nodes"], False), "",
-                node_text if step_hosts == hosts else hostlist.compress(step_hosts),
+                node_text if step_hosts == hosts else hostlist.compress(step_hosts), "",
             )))  # fmt: skip
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return count

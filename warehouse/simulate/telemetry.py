@@ -10,8 +10,7 @@ carries integer millijoules, so any chunking yields the same samples.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -28,11 +27,19 @@ def sample_count(plan: TelemetryPlan) -> int:
     return plan.columns * plan.steps * len(METRICS)
 
 
-def batches(plan: TelemetryPlan, max_rows: int = 2_000_000) -> Iterator[pa.RecordBatch]:
+#: Sees each batch's arrays before they become Arrow: the job index on each (scrape, GPU), the
+#: idle entry where none runs, and the values as (field, scrape, GPU).
+Observer = Callable[[np.ndarray, np.ndarray], None]
+
+
+def batches(
+    plan: TelemetryPlan, max_rows: int = 2_000_000, observe: Observer | None = None
+) -> Iterator[pa.RecordBatch]:
     """The window's samples in time order, at most `max_rows` rows a batch.
 
     A batch always holds at least one whole scrape, so a scrape larger than `max_rows` (over
-    125,000 GPUs at 16 fields) comes as one batch of its own.
+    125,000 GPUs at 16 fields) comes as one batch of its own. `observe`, when given, is called
+    with each batch's occupancy and values (the ground truth accumulates from them).
     """
     if max_rows < 1:
         raise ValueError(f"max_rows must be positive, got {max_rows}")
@@ -44,7 +51,7 @@ def batches(plan: TelemetryPlan, max_rows: int = 2_000_000) -> Iterator[pa.Recor
         k1 = min(plan.steps, k0 + steps_per_batch)
         if k1 - k0 not in layouts:
             layouts[k1 - k0] = _layout(plan, k1 - k0)
-        yield _batch(plan, k0, k1, energy, layouts[k1 - k0])
+        yield _batch(plan, k0, k1, energy, layouts[k1 - k0], observe)
 
 
 def _layout(plan: TelemetryPlan, steps: int) -> dict[str, pa.Array | np.ndarray]:
@@ -72,11 +79,14 @@ def _batch(
     k1: int,
     energy: np.ndarray,
     layout: dict[str, pa.Array | np.ndarray],
+    observe: Observer | None,
 ) -> pa.RecordBatch:
     steps, g = k1 - k0, plan.columns
     job = _occupancy(plan, k0, k1)
     values = np.empty((len(METRICS), steps, g), dtype=np.float64)
     _fill(plan, k0, k1, job, energy, values)
+    if observe is not None:
+        observe(job, values)
     ts = np.asarray(layout["ts_offsets"]) + (plan.start_us + k0 * plan.interval_us)
     rows = len(ts)
     columns = {
@@ -197,25 +207,12 @@ def _count(events: np.ndarray, base: np.ndarray, k0: int, k1: int) -> np.ndarray
 
 
 def _labels(plan: TelemetryPlan, job: np.ndarray) -> pa.Array:
-    """Pod labels (JSON text, one dictionary entry per job) on the rows of GPUs a Kubernetes
-    job holds; null elsewhere."""
+    """Job labels (JSON text, one dictionary entry per job) on the rows of GPUs whose job
+    carries them (`SimConfig.job_labels`); null elsewhere."""
     rows = job.size * len(METRICS)
-    cells = plan.labelled[job] & plan.col_k8s
+    cells = plan.labelled[job]
     if not cells.any():
         return pa.nulls(rows, LABELS_TYPE)
     has = np.tile(cells.ravel(), len(METRICS))
     owners = np.tile(np.where(cells, job, 0).ravel(), len(METRICS)).astype(np.int32)
-    return pa.DictionaryArray.from_arrays(pa.array(owners, mask=~has), _label_json(plan))
-
-
-def _label_json(plan: TelemetryPlan) -> pa.Array:
-    """{"container": ..., "namespace": ..., "pod": ...} per job of the window."""
-    n = len(plan.job_k0)
-    text = plan.labels.to_pylist()
-    return pa.array(
-        [
-            json.dumps({"container": c, "namespace": s, "pod": p}, separators=(",", ":"))
-            for c, s, p in zip(text[:n], text[n : 2 * n], text[2 * n :], strict=True)
-        ],
-        pa.string(),
-    )
+    return pa.DictionaryArray.from_arrays(pa.array(owners, mask=~has), plan.label_json)

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from warehouse.simulate.config import GPUS_PER_HOST, SimConfig
 from warehouse.simulate.inventory import Inventory
+from warehouse.simulate.job_labels import job_labels
 from warehouse.simulate.joblog import JobLog
 from warehouse.simulate.metrics import CLOCKS_MHZ, DEFAULT_CLOCKS, PCIE_X16_GBS
 from warehouse.simulate.scheduler import Schedule
@@ -41,7 +42,6 @@ class TelemetryPlan:
     full_names: list[str]  # per model: DCGM's modelName
     vendors: list[str]  # per model
     col_model: np.ndarray
-    col_k8s: np.ndarray
     tdp: np.ndarray
     idle: np.ndarray
     fb_total: np.ndarray
@@ -66,8 +66,9 @@ class TelemetryPlan:
     load_bps: np.ndarray  # input data read from host memory at full load
     sm_eff: np.ndarray
     tensor_frac: np.ndarray
-    labelled: np.ndarray  # pods: container/namespace/pod labels
-    labels: pa.Array  # containers..., namespaces..., pods... of the window's jobs
+    job_rows: np.ndarray  # each window job's row in the jobs table
+    labelled: np.ndarray  # whose samples carry job labels (SimConfig.job_labels)
+    label_json: pa.Array  # per window job: its labels as gpu_metrics.labels JSON
     # sparse events as (scrape, column, ...) sorted by scrape
     saves: np.ndarray  # (k0, k1, job) rows
     xid: np.ndarray  # (k, col, code) rows
@@ -153,7 +154,6 @@ def build_plan(
         full_names=[s.full_name for s in spec],
         vendors=[s.vendor for s in spec],
         col_model=model_idx.astype(np.int32),
-        col_k8s=np.array([p.scheduler == "kubernetes" for p in inv.plans])[plan_of_col],
         tdp=tdp,
         idle=idle,
         fb_total=hbm_mib.astype(F32),
@@ -207,9 +207,13 @@ def _window_jobs(
     for job in chosen.tolist():
         gpu = (sched.hosts[job][:, None] * GPUS_PER_HOST + np.array(sched.slots[job])).ravel()
         cols.append(col_of_gpu[gpu])
-    containers = [str(work.name[j]) for j in chosen]
-    namespaces = [log.account[j] for j in chosen]
-    pods = [log.job_ids[j] for j in chosen]
+    labelled, label_json = job_labels(
+        cfg.job_labels,
+        serving,
+        [log.job_ids[j] for j in chosen],
+        containers=[str(work.name[j]) for j in chosen],
+        namespaces=[log.account[j] for j in chosen],
+    )
     saves = [(t0, t1, index_of[j]) for t0, t1, j in log.saves if j in index_of]
     save_rows = np.array(saves, dtype=np.float64).reshape(-1, 3)
     save_k = np.stack([
@@ -239,8 +243,9 @@ def _window_jobs(
         "sm_eff": with_idle(rng.uniform(0.55, 0.9, n)),
         "tensor_frac": with_idle(np.where(serving, rng.uniform(0.15, 0.45, n),
                                           rng.uniform(0.35, 0.75, n))),
-        "labelled": np.append(serving, False),
-        "labels": pa.array(containers + namespaces + pods, pa.string()),
+        "job_rows": chosen,
+        "labelled": labelled,
+        "label_json": label_json,
         "saves": save_k,
     }  # fmt: skip
 

@@ -8,10 +8,12 @@ from types import ModuleType
 import pytest
 
 from warehouse import hostlist
-from warehouse.simulate import inventory, sacct, tables, telemetry_plan
+from warehouse.simulate import inventory, job_labels, sacct, scontrol, tables, telemetry_plan
 
 
-@pytest.mark.parametrize("module", [hostlist, inventory, sacct, tables, telemetry_plan])
+@pytest.mark.parametrize(
+    "module", [hostlist, inventory, job_labels, sacct, scontrol, tables, telemetry_plan]
+)
 def test_docstring_examples(module: ModuleType) -> None:
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

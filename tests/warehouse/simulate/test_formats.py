@@ -40,7 +40,7 @@ def written(small: SimulatedCluster, tmp_path_factory: pytest.TempPathFactory) -
 
 def test_files_by_kind_exist(written: Written) -> None:
     files = written["files"]
-    assert set(files) == {"inventory", "dcgm", "slurm", "parquet", "manifest"}
+    assert set(files) == {"inventory", "dcgm", "slurm", "scontrol", "parquet", "truth", "manifest"}
     assert all(p.is_file() for paths in files.values() for p in paths)
     assert len(files["dcgm"]) > 1  # 100,000 rows a batch: several scrape files
 
