@@ -70,7 +70,7 @@ FROM gpu_metrics AS m JOIN nodes AS n ON n.host = m.host
 WHERE m.metric = 'DCGM_FI_DEV_GPU_UTIL' GROUP BY ALL"""
 
 #: The shipped per-job tables, in the order they refresh (the second reads the first).
-JOB_TABLES = ("job_gpu_usage_by_gpu", "job_gpu_usage")
+JOB_TABLES = ("job_gpu_usage_daily", "job_gpu_usage_by_gpu", "job_gpu_usage")
 
 SCRAPES_BEFORE_HOUR = 5  # the window opens 5 minutes before the hour: two hours of groups
 POOL_SCRAPES = 3  # scrapes held back on each side of the next hour, for the appends

@@ -20,7 +20,7 @@
 -- Two stores behind it, so that telemetry attributed by its labels never makes the per-job
 -- dynamic tables recompute anything:
 -- gpu_attribution is what the per-job tables join the samples with (sql/dynamic/
--- job_gpu_usage_by_gpu.sql): the interval sources' rows, and for every GPU that sent telemetry
+-- job_gpu_usage_daily.sql): the interval sources' rows, and for every GPU that sent telemetry
 -- one row with source 'labels' and no job — what its samples that name their job join. It
 -- changes when a job starts or ends on an interval source and when a GPU reports for the first
 -- time; the label stretches, which grow with every scrape, live apart in

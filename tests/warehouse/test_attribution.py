@@ -32,7 +32,7 @@ def samples(eng: Engine, rows: list[tuple[int, str, int, float, str | None]]) ->
 
 
 def refresh(eng: Engine) -> None:
-    for name in ("job_gpu_usage_by_gpu", "job_gpu_usage"):
+    for name in ("job_gpu_usage_daily", "job_gpu_usage_by_gpu", "job_gpu_usage"):
         execute(eng.con, f"REFRESH DYNAMIC TABLE {name}").read_all()
 
 

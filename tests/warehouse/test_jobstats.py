@@ -40,7 +40,7 @@ def build(eng: Engine) -> None:
         f"INSERT INTO gpu_metrics (ts, host, gpu, metric, value, labels) VALUES {values}",
         [x for r in rows for x in r],
     ).read_all()
-    for name in ("job_gpu_usage_by_gpu", "job_gpu_usage"):
+    for name in ("job_gpu_usage_daily", "job_gpu_usage_by_gpu", "job_gpu_usage"):
         execute(eng.con, f"REFRESH DYNAMIC TABLE {name}").read_all()
 
 

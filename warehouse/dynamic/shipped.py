@@ -20,8 +20,8 @@ def shipped_folder() -> Path:
 
 def in_creation_order(paths: list[Path]) -> list[Path]:
     """The definitions in an order where each comes after the shipped tables it reads (a name
-    of another file as a word of its text); otherwise by name."""
-    texts = {p.stem: p.read_text() for p in paths}
+    of another file as a word of its SQL, comments aside); otherwise by name."""
+    texts = {p.stem: re.sub(r"--[^\n]*", "", p.read_text()) for p in paths}
     graph = {
         name: {other for other in texts if other != name and re.search(rf"\b{other}\b", text)}
         for name, text in texts.items()

@@ -60,7 +60,12 @@ def refresh_lake(
             raise UserError(f"no dynamic table named {name} in lake {lake}: run wanka export")
     engine.register_lake(lake)
     engine.register_udfs()
-    return [refresh_one(engine, lake, d, full=full) for d in definitions]
+    done = []
+    for d in definitions:
+        done.append(refresh_one(engine, lake, d, full=full))
+        if done[-1].mode not in ("unchanged", "skipped"):
+            engine.register_lake(lake)  # a table reading this one reads what was just written
+    return done
 
 
 def describe_lake(done: LakeRefresh) -> str:

@@ -201,6 +201,7 @@ def test_shipped_definitions_install(eng: Engine) -> None:
         "job_gpu_hours_daily",
         "job_gpu_usage",
         "job_gpu_usage_by_gpu",
+        "job_gpu_usage_daily",
         "xid_errors_by_model",
     ]
     assert install_shipped(eng) == []
@@ -210,7 +211,8 @@ def test_shipped_definitions_install(eng: Engine) -> None:
         "gpu_hourly_host": "aggregate",
         "job_gpu_hours_daily": "aggregate",
         "energy_cluster_daily": "aggregate",
-        "job_gpu_usage_by_gpu": "aggregate",
+        "job_gpu_usage_daily": "aggregate",
+        "job_gpu_usage_by_gpu": "groups",
         "job_gpu_usage": "groups",
         "xid_errors_by_model": "groups",
     }

@@ -25,12 +25,28 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+class Close(float):
+    """A number equal to another within 1e-9 relative: sums folded in another order (in parts,
+    or by another engine) may differ in their last bits. Sorted by its first 7 digits."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, float) and math.isclose(self, other, rel_tol=1e-9, abs_tol=1e-12)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = float.__hash__
+
+    def __repr__(self) -> str:
+        return f"{float(self):.7g}"
+
+
 def _value(v: Any) -> Any:
     if isinstance(v, bool) or v is None or isinstance(v, str):
         return v
     if isinstance(v, int | float | Decimal):
         f = float(v)
-        return f if not math.isfinite(f) else float(f"{f:.9g}")
+        return f if not math.isfinite(f) else Close(f)
     if isinstance(v, datetime):
         return v.astimezone(UTC) if v.tzinfo else v.replace(tzinfo=UTC)
     if isinstance(v, list | tuple):
@@ -41,6 +57,6 @@ def _value(v: Any) -> Any:
 
 
 def rows(table: pa.Table) -> list[tuple[Any, ...]]:
-    """Rows as comparable tuples, in a canonical order (numbers to 9 significant digits)."""
+    """Rows as comparable tuples, in a canonical order (numbers equal within 1e-9 relative)."""
     out = [tuple(_value(v) for v in r.values()) for r in table.to_pylist()]
     return sorted(out, key=repr)
