@@ -129,3 +129,39 @@ def test_a_label_naming_an_unknown_job_is_kept_and_joined_later(eng: Engine) -> 
     eng.con.execute("INSERT INTO jobs (job_id, user) VALUES ('900', 'alice')")
     joined = "SELECT u.job_id, j.user FROM job_gpu_usage u JOIN jobs j USING (job_id)"
     assert eng.con.sql(joined).fetchall() == [("900", "alice")]
+
+
+def test_a_dcgm_exporter_scrape_with_hpc_job_labels(eng: Engine) -> None:
+    """Two scrapes of dcgm-exporter run with --hpc-job-mapping-dir (written by hand after its
+    output: GPU 0 runs job 4242; GPU 1 is shared by 4243 and 4244, so each of its samples comes
+    once per job; GPU 2 is idle and names no job)."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.conftest import REPO
+    from warehouse.ingest import ReadOptions, ingest
+
+    install_shipped(eng)
+    folder = REPO / "tests/warehouse/fixtures/dcgm_hpc_job"
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    for k in (1, 2):
+        at = start + timedelta(minutes=k)
+        [done] = ingest(eng, "dcgm", [str(folder / f"scrape{k}.prom")], ReadOptions(at=at))
+        assert done.rejected == 0 and done.rows == {"gpu_metrics": 12}
+    refresh(eng)
+    rows = eng.con.sql(
+        "SELECT job_id, gpu, source, end_at - start_at FROM job_gpus ORDER BY job_id"
+    ).fetchall()
+    assert rows == [
+        ("4242", 0, "dcgm_hpc_job", timedelta(minutes=1, milliseconds=1)),
+        ("4243", 1, "dcgm_hpc_job", timedelta(minutes=1, milliseconds=1)),
+        ("4244", 1, "dcgm_hpc_job", timedelta(minutes=1, milliseconds=1)),
+    ]
+    usage = eng.con.sql(
+        "SELECT job_id, gpus_seen, gpu_seconds, util_pct, round(energy_kwh, 6) "
+        "FROM job_gpu_usage ORDER BY job_id"
+    ).fetchall()
+    assert usage == [
+        ("4242", 1, 120.0, 81.5, round(42e6 * 2 / 3.6e9, 6)),
+        ("4243", 1, 120.0, 41.5, round(21e6 * 2 / 3.6e9, 6)),
+        ("4244", 1, 120.0, 41.5, round(21e6 * 2 / 3.6e9, 6)),
+    ]
