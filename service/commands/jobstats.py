@@ -25,10 +25,13 @@ def jobstats(ctx: click.Context, job_id: str, fmt: str) -> None:
     """What JOB_ID did with its GPUs: the job's facts, each GPU's utilisation, memory and
     power, and notes (idle GPUs, low utilisation, memory far below the GPU's, a time limit far
     above the run time, a GPU far bigger than needed). The notes' thresholds are in
-    wanka.efficiency_rules. A job wanka has never seen is exit status 2."""
+    wanka.efficiency_rules. The per-job tables are brought up to the telemetry first (an
+    incremental refresh: nothing to do costs a few milliseconds). A job wanka has never seen is
+    exit status 2."""
     with open_engine(ctx) as engine:
         cur = engine.cursor()
         try:
+            report.catch_up(cur)
             found = report.stats(cur, job_id)
         finally:
             cur.close()

@@ -122,3 +122,22 @@ def test_http_serves_the_report_to_a_reader(db: Path) -> None:
             assert found.json()["usage"]["gpus_seen"] == 4
             assert client.get("/v1/jobs/999/stats", auth=auth).status_code == 404
             assert client.get("/v1/jobs/7/stats").status_code == 401
+
+
+def test_a_new_warehouse_answers_after_ingest_and_refresh(tmp_path: Path) -> None:
+    """`wanka ingest … && wanka refresh && wanka jobstats ID` on a file nothing made before:
+    its first command gives it the shipped dynamic tables."""
+    from tests.conftest import REPO
+
+    db = str(tmp_path / "new.duckdb")
+    folder = REPO / "tests/warehouse/fixtures/dcgm_hpc_job"
+    for k in (1, 2):
+        at = f"2026-11-01T00:0{k}:00Z"
+        done = run_wanka("--db", db, "ingest", "dcgm", str(folder / f"scrape{k}.prom"), "--at", at)
+        assert done.returncode == 0, done.stderr
+    assert run_wanka("--db", db, "refresh").returncode == 0
+    report = run_wanka("--db", db, "jobstats", "4243", "--format", "json")
+    assert report.returncode == 0, report.stderr
+    found = json.loads(report.stdout)
+    assert found["usage"]["gpus_seen"] == 1 and found["usage"]["util_pct"] == 41.5
+    assert [s["source"] for s in found["sources"]] == ["dcgm_hpc_job"]
