@@ -1,0 +1,16 @@
+"""A fresh warehouse file per test, for the ingest tests that do not make their own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from warehouse.engine import Engine
+
+
+@pytest.fixture
+def eng(tmp_path: Path) -> Iterator[Engine]:
+    with Engine(str(tmp_path / "w.duckdb")) as engine:
+        yield engine
