@@ -32,7 +32,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -44,9 +43,11 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from warehouse import attribution
+from dynamic_common import run, timed  # bench/ is the script's folder on sys.path
+from dynamic_jobs import job_rows
+from refresh_profile import profile
+
 from warehouse.engine import Engine
-from warehouse.query import execute
 from warehouse.simulate import SimConfig, simulate_cluster
 from warehouse.simulate.config import DEFAULT_START
 
@@ -69,17 +70,8 @@ SELECT time_bucket(INTERVAL '1 hour', m.ts) AS hour, n.cluster, avg(m.value) AS 
 FROM gpu_metrics AS m JOIN nodes AS n ON n.host = m.host
 WHERE m.metric = 'DCGM_FI_DEV_GPU_UTIL' GROUP BY ALL"""
 
-#: The shipped per-job tables, in the order they refresh (the second reads the first).
-JOB_TABLES = ("job_gpu_usage_daily", "job_gpu_usage_by_gpu", "job_gpu_usage")
-
 SCRAPES_BEFORE_HOUR = 5  # the window opens 5 minutes before the hour: two hours of groups
 POOL_SCRAPES = 3  # scrapes held back on each side of the next hour, for the appends
-
-
-def run(cur: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None) -> int:
-    """Run `sql` through the warehouse's query path and drain it; the rows it returned."""
-    reader = execute(cur, sql, params)
-    return sum(batch.num_rows for batch in reader)
 
 
 class Appender:
@@ -106,12 +98,6 @@ class Appender:
         self.engine.insert_arrow(cur, "gpu_metrics", data)
         cur.close()
         return batch_id
-
-
-def timed(action: Callable[[], object]) -> float:
-    began = time.perf_counter()
-    action()
-    return time.perf_counter() - began
 
 
 def same_as_query(cur: duckdb.DuckDBPyConnection, table: str, select: str) -> bool:
@@ -219,77 +205,6 @@ def incremental_rows(
     return lines, ok, yardstick
 
 
-def job_rows(
-    engine: Engine, appender: Appender, base: int, repeats: int, hourly: float
-) -> tuple[list[str], bool]:
-    """The shipped per-job usage after a 0.1 % telemetry append: job_gpu_usage_by_gpu, then
-    job_gpu_usage (which reads it), each timed and together, against the hourly rollup's."""
-    cur = engine.cursor()
-    attribution.sync_whole_nodes(cur)  # the jobs were inserted directly, not ingested
-    for name in JOB_TABLES:
-        run(cur, (ROOT / f"sql/dynamic/{name}.sql").read_text())
-    rows = round(base * 0.001)
-    # one round untimed: the first append brings GPUs and hosts the loaded hour did not (GPUs
-    # back from repair, hosts whose first pod starts), a one-time change of gpu_attribution
-    appender.append(rows)
-    for name in JOB_TABLES:
-        run(cur, f"REFRESH DYNAMIC TABLE {name}")
-    auto: dict[str, list[float]] = {n: [] for n in JOB_TABLES}
-    full: dict[str, list[float]] = {n: [] for n in JOB_TABLES}
-    ok, modes = True, set()
-    for _ in range(repeats):
-        appender.append(rows)
-        for name in JOB_TABLES:
-            auto[name].append(timed(partial(run, cur, f"REFRESH DYNAMIC TABLE {name}")))
-            modes.add(
-                cur.execute(
-                    "SELECT refresh_mode FROM wanka.refresh_history WHERE name = ? "
-                    "ORDER BY finished_at DESC LIMIT 1",
-                    [name],
-                ).fetchall()[0][0]
-            )
-            if not same_rows(cur, name):
-                print(f"{name} differs from its query", file=sys.stderr)
-                ok = False
-    for name in JOB_TABLES:  # once: a full refresh reads the labels of every sample
-        full[name].append(timed(partial(run, cur, f"REFRESH DYNAMIC TABLE {name} FULL")))
-    jobs = cur.execute("SELECT count(*) FROM job_gpu_usage").fetchall()[0][0]
-    mode = "incremental" if modes == {"incremental"} else "/".join(sorted(modes))
-    cur.close()
-    lines = []
-    both_full = sum(full[n][0] for n in JOB_TABLES)
-    both_auto = statistics.median([sum(x) for x in zip(*auto.values(), strict=True)])
-    cases = [(n, statistics.median(full[n]), statistics.median(auto[n])) for n in JOB_TABLES]
-    cases.append((f"both ({jobs:,} jobs)", both_full, both_auto))
-    for label, f, a in cases:
-        verdict = "yes" if a <= 2 * hourly else "NO"
-        lines.append(
-            f"| per-job usage: {label}, +0.1 % | {rows:,} | {f:.4f} | {a:.4f} ({mode}) | – "
-            f"| {f / a:.1f}× | {a / hourly:.2f}× the hourly rollup's (≤ 2×: {verdict}) | – |"
-        )
-    return lines, ok  # the modes are in the table: a chained table goes full past the cost rule
-
-
-def same_rows(cur: duckdb.DuckDBPyConnection, name: str) -> bool:
-    """A dynamic table holds its query's rows: the same keys (its columns other than DOUBLE)
-    and numbers equal to 1e-9 relative (sums fold in parts, so their last bits may differ)."""
-    query = cur.execute(
-        "SELECT definition FROM wanka.dynamic_tables WHERE name = ?", [name]
-    ).fetchall()[0][0]
-    columns = cur.execute(f"DESCRIBE {name}").fetchall()
-    keys = [c for c, kind, *_ in columns if kind != "DOUBLE"]
-    numbers = [c for c, kind, *_ in columns if kind == "DOUBLE"]
-    on = " AND ".join(f"t.{k} IS NOT DISTINCT FROM q.{k}" for k in keys)
-    differ = " OR ".join(
-        f"(t.{c} IS NULL) <> (q.{c} IS NULL) OR abs(t.{c} - q.{c}) > 1e-9 * greatest(abs(q.{c}), 1)"
-        for c in numbers
-    )
-    found = cur.execute(
-        f"SELECT count(*) FROM {name} t FULL JOIN ({query}) q ON {on} WHERE NOT ({on}) OR {differ}"
-    ).fetchall()[0][0]
-    return int(found) == 0
-
-
 def other_rows(engine: Engine, appender: Appender, base: int, repeats: int) -> list[str]:
     """Affected-groups shapes: what one automatic refresh costs after a small change."""
     cur = engine.cursor()
@@ -329,54 +244,6 @@ def other_rows(engine: Engine, appender: Appender, base: int, repeats: int) -> l
         lines.append(f"|   ↳ reason: {reason} | | | | | | | |")
     cur.close()
     return lines
-
-
-def profile(
-    engine: Engine, appender: Appender, base: int, names: tuple[str, ...] = ("gpu_hourly_host",)
-) -> list[str]:
-    """One incremental refresh of `names` at 0.1 %, with every statement it runs timed."""
-    cur = engine.cursor()
-    appender.append(round(base * 0.001))
-    timings: list[tuple[float, str]] = []
-    original = duckdb.DuckDBPyConnection.execute
-
-    class Timing:
-        def __init__(self, inner: duckdb.DuckDBPyConnection) -> None:
-            self.inner = inner
-
-        def execute(self, sql: str, *args: object) -> duckdb.DuckDBPyConnection:
-            began = time.perf_counter()
-            out = original(self.inner, sql, *args)
-            drained = _Drained(out.description, out.fetchall() if out.description else [])
-            timings.append((time.perf_counter() - began, " ".join(sql.split())[:110]))
-            return drained  # type: ignore[return-value]
-
-        def __getattr__(self, name: str) -> object:
-            return getattr(self.inner, name)
-
-    from warehouse.dynamic import refresh as refresh_module
-
-    began = time.perf_counter()
-    for name in names:
-        refresh_module.refresh(Timing(cur), name)  # type: ignore[arg-type]
-    total = time.perf_counter() - began
-    said = " and ".join(names)
-    lines = [f"one incremental refresh of {said}, +0.1 %: {total * 1000:.1f} ms in all", ""]
-    lines += ["| ms | statement |", "|---:|---|"]
-    lines += [f"| {s * 1000:.2f} | `{text}` |" for s, text in timings]
-    cur.close()
-    return lines
-
-
-class _Drained:
-    """A result already fetched (the profiler fetched it to time the statement whole)."""
-
-    def __init__(self, description: object, rows: list[tuple[object, ...]]) -> None:
-        self.description = description
-        self._rows = rows
-
-    def fetchall(self) -> list[tuple[object, ...]]:
-        return self._rows
 
 
 def main() -> None:
