@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.warehouse.ingest.test_sacct import load, rows
+from tests.warehouse.ingest.sacct_support import load, rows
 from warehouse.engine import Engine
 from warehouse.ingest import ingest
 from warehouse.simulate import SimConfig, simulate_cluster, write_formats
