@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from warehouse.dynamic.regroup import FULL_MIN_GROUPS
+from warehouse.dynamic.regroup import CHAIN_FULL_SHARE, FULL_MIN_GROUPS, FULL_SHARE
 from warehouse.engine import Engine
 from warehouse.query import execute
 
@@ -115,3 +115,21 @@ def test_small_tables_stay_incremental(eng: Engine) -> None:
     done = rows(eng, "REFRESH DYNAMIC TABLE t")[0]
     assert done["refresh_mode"] == "incremental"
     assert same_as_query(eng, GROUPS)
+
+
+def test_a_chain_recomputes_up_to_half_its_groups(eng: Engine) -> None:
+    """A table reading a dynamic table (a chain) recomputes its affected groups up to
+    CHAIN_FULL_SHARE of them; past it, it refreshes fully."""
+    create(eng, AGGREGATE, "aggregate")
+    chained = "SELECT host, max(s) AS s, max(n) AS n FROM t GROUP BY host"
+    made = rows(eng, f"CREATE DYNAMIC TABLE c WITH (freshness = '1 hour') AS {chained}")[0]
+    assert made["refresh_mode"] != "full"
+    some = int(HOSTS * CHAIN_FULL_SHARE * 0.6)  # above FULL_SHARE, below the chain's share
+    assert some > FULL_SHARE * HOSTS
+    for count, mode in ((some, "incremental"), (HOSTS * 3 // 4, "full")):
+        execute(eng.con, SEED.replace(f"range({HOSTS})", f"range({count})")).read_all()
+        rows(eng, "REFRESH DYNAMIC TABLE t")
+        done = rows(eng, "REFRESH DYNAMIC TABLE c")[0]
+        assert done["refresh_mode"] == mode, done
+        got = rows(eng, "SELECT * FROM c EXCEPT ALL SELECT host, s, n FROM t")
+        assert got == [] and len(rows(eng, "SELECT * FROM c")) == HOSTS
