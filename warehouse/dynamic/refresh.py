@@ -168,9 +168,7 @@ def _regroup(
     window = {"lo": dt.watermark, "hi": probe.high}
     affected = affected_groups(cur, regroup, window)
     chained = bool(probe.touched) and probe.touched <= set(catalog.names(cur))
-    cheaper = full_is_cheaper(cur, sql, affected[0], chained) or _before_held(
-        cur, dt, affected[1]
-    )
+    cheaper = full_is_cheaper(cur, sql, affected[0], chained) or _before_held(cur, dt, affected[1])
     if cheaper is not None:
         inserted, deleted, held = _full(cur, dt, sql, probe.high)
         return "full", _joined(cheaper, held), inserted, deleted
