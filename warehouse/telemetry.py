@@ -109,16 +109,7 @@ def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
     # one statement, one batch (an ingest always gives its own)
     batch = "x.batch_id" if "batch_id" in names else str(_next_batch(cur))
     try:
-        known = int(
-            cur.execute(f"SELECT coalesce(max(series_id), 0) FROM {SERIES}").fetchall()[0][0]
-        )
-        cur.execute(
-            f"INSERT INTO {SERIES} (series_id, {labels}) "
-            f"SELECT nextval('wanka.series_seq'), {labels} FROM ("
-            f"SELECT DISTINCT {labels} FROM {rows} AS x "
-            f"WHERE NOT EXISTS (SELECT 1 FROM {SERIES} r WHERE {_SAME_SERIES}) "
-            f"ORDER BY {labels})"
-        )
+        known = add_series(cur, f"{rows} AS x")
         # a label set has one series, except where two transactions added it at once (neither
         # saw the other's): then its samples go to the first, and a fold merges the others
         written = cur.execute(
@@ -138,6 +129,21 @@ def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
     except duckdb.ConstraintException as error:
         raise UserError(_null_message(str(error))) from None
     return int(written[0][0])
+
+
+def add_series(cur: duckdb.DuckDBPyConnection, relation: str) -> int:
+    """Add the label sets of `relation` (aliased x, with the LABEL_COLUMNS) not yet in the
+    series dictionary, ids in label order; the highest series id before them."""
+    labels = ", ".join(LABEL_COLUMNS)
+    known = int(cur.execute(f"SELECT coalesce(max(series_id), 0) FROM {SERIES}").fetchall()[0][0])
+    cur.execute(
+        f"INSERT INTO {SERIES} (series_id, {labels}) "
+        f"SELECT nextval('wanka.series_seq'), {labels} FROM ("
+        f"SELECT DISTINCT {labels} FROM {relation} "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {SERIES} r WHERE {_SAME_SERIES}) "
+        f"ORDER BY {labels})"
+    )
+    return known
 
 
 def _next_batch(cur: duckdb.DuckDBPyConnection) -> int:

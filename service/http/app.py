@@ -16,6 +16,7 @@ from service.http import (
     quick,
     routes_catalog,
     routes_ingest,
+    routes_promwrite,
     routes_query,
     routes_web,
     workers,
@@ -59,7 +60,12 @@ def create_app(server: Server, *, open_locally: bool = False, pgwire: bool = Fal
     app.state.open_locally = open_locally
     app.state.pgwire = pgwire
     app.state.loop_share = quick.LoopShare()  # quick queries' share of the loop (quick.py)
-    for router in (routes_query.router, routes_catalog.router, routes_ingest.router):
+    for router in (
+        routes_query.router,
+        routes_catalog.router,
+        routes_ingest.router,
+        routes_promwrite.router,
+    ):
         app.include_router(router)
     app.include_router(routes_web.router)  # the browser face: /, /report, /v1/analyses
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]

@@ -80,6 +80,7 @@ class Server:
         self.writes = WriteGate()  # ingest, DML, DDL and refreshes take turns
         self.gate = Gate()  # at most a few queries run their Python at once (serve/gate.py)
         self.auth_throttle = AuthThrottle()  # failed logins per address, both faces
+        self._series_cache: Any = None  # remote_write's label sets seen (built on first use)
 
     # -- users -------------------------------------------------------------------------------
 
@@ -205,6 +206,40 @@ class Server:
             )
             results.append(result)
         return results
+
+    def remote_write(self, user: User, body: bytes) -> Any:
+        """Store one Prometheus remote_write body (warehouse/remote_write): decoded and checked
+        first, then stored in one transaction through the write gate; what was new."""
+        from warehouse.ingest.batch import read_context
+        from warehouse.ingest.models import ModelNames
+        from warehouse.remote_write import decode, store
+
+        self.require(user, "writer", "remote_write")
+        if self._series_cache is None:
+            names = ModelNames(read_context(self.engine).model_names)
+            self._series_cache = decode.SeriesCache(names)
+        rows = decode.decode(body, self._series_cache, decode.Limits())
+        with self.writes.hold(rows, self.limits.timeout_s):
+            stored = self.with_cursor(lambda cur: store.store(cur, rows))
+        for table, count in (("gpu_metrics", stored.gpu), ("prom_samples", stored.other)):
+            self.metrics.count(
+                "wanka_remote_write_samples_total",
+                "Remote-write samples stored.",
+                count,
+                table=table,
+            )
+        for what, count in (
+            ("duplicate", stored.duplicates),
+            ("native_histogram", rows.histograms),
+            ("stale_marker", stored.stale),
+        ):
+            self.metrics.count(
+                "wanka_remote_write_not_stored_total",
+                "Remote-write samples received but not stored as values, by reason.",
+                count,
+                reason=what,
+            )
+        return stored
 
     def refresh(
         self, user: User, name: str, *, full: bool = False
