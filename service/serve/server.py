@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from service.serve.gate import Gate
+from service.serve.remote_write import GroupCommit
 from service.serve.session import DEFAULT_TIMEOUT_S, Session
 from service.serve.throttle import AuthThrottle
 from service.serve.writes import WriteGate, WriterBusy
@@ -81,6 +82,7 @@ class Server:
         self.gate = Gate()  # at most a few queries run their Python at once (serve/gate.py)
         self.auth_throttle = AuthThrottle()  # failed logins per address, both faces
         self._series_cache: Any = None  # remote_write's label sets seen (built on first use)
+        self._group_commit: GroupCommit | None = None  # remote_write's writer (on first use)
 
     # -- users -------------------------------------------------------------------------------
 
@@ -209,16 +211,30 @@ class Server:
 
     def remote_write(self, user: User, body: bytes) -> Any:
         """Store one Prometheus remote_write body (warehouse/remote_write): decoded and checked
-        first, then stored in one transaction through the write gate; what was new."""
+        here, then stored with the requests queued beside it in one transaction through the
+        write gate (serve/remote_write.py); what that transaction stored."""
         from warehouse.ingest.batch import read_context
         from warehouse.ingest.models import ModelNames
-        from warehouse.remote_write import decode, store
+        from warehouse.remote_write import decode
 
         self.require(user, "writer", "remote_write")
         if self._series_cache is None:
             names = ModelNames(read_context(self.engine).model_names)
             self._series_cache = decode.SeriesCache(names)
         rows = decode.decode(body, self._series_cache, decode.Limits())
+        if self._group_commit is None:
+            self._group_commit = GroupCommit(self._store_remote_write)
+        try:
+            return self._group_commit.submit(rows).result(timeout=self.limits.timeout_s * 3)
+        except TimeoutError:
+            raise WriterBusy(
+                f"the remote_write was not stored within {self.limits.timeout_s * 3:g} s"
+            ) from None
+
+    def _store_remote_write(self, rows: Any) -> Any:
+        """One group-commit transaction of remote_write rows, counted in /metrics."""
+        from warehouse.remote_write import store
+
         with self.writes.hold(rows, self.limits.timeout_s):
             stored = self.with_cursor(lambda cur: store.store(cur, rows))
         for table, count in (("gpu_metrics", stored.gpu), ("prom_samples", stored.other)):
@@ -310,6 +326,8 @@ class Server:
         self._stop.set()
         if self._scheduler is not None:
             self._scheduler.join(timeout=30)
+        if self._group_commit is not None:
+            self._group_commit.close()
         self.engine.close()
 
     def __enter__(self) -> Server:

@@ -1,0 +1,73 @@
+"""Group commit: concurrent remote_write requests share transactions, each answered after its
+own commit; a request that cannot be stored fails alone."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from service.serve.remote_write import GroupCommit
+from tests.warehouse.remote_write.support import body, dcgm_labels
+from warehouse.engine import Engine
+from warehouse.ingest.batch import read_context
+from warehouse.ingest.models import ModelNames
+from warehouse.remote_write.decode import Decoded, Limits, SeriesCache, decode
+from warehouse.remote_write.store import Stored, store
+
+NOW = int(time.time() * 1000)
+
+
+def requests(eng: Engine, count: int, metric: str = "DCGM_FI_DEV_GPU_UTIL") -> list[Decoded]:
+    cache = SeriesCache(ModelNames(read_context(eng).model_names))
+    return [
+        decode(
+            body([(dcgm_labels(h, 0, metric), [(NOW + k * 1000, float(k))]) for h in range(50)]),
+            cache,
+            Limits(),
+        )
+        for k in range(count)
+    ]
+
+
+def test_concurrent_requests_are_stored_once_each() -> None:
+    eng = Engine(":memory:")
+    transactions: list[int] = []
+
+    def write(rows: Decoded) -> Stored:
+        transactions.append(rows.requests)
+        return store(eng.cursor(), rows)
+
+    group = GroupCommit(write)
+    sent = requests(eng, 40)
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda r: group.submit(r).result(timeout=60), sent + sent))
+    group.close()
+    assert all(isinstance(a, Stored) for a in answers)
+    assert eng.con.execute("SELECT count(*) FROM gpu_metrics").fetchall() == [(40 * 50,)]
+    assert sum(transactions) == 80  # every request stored in some transaction
+    assert len(transactions) < 80  # and some shared one
+
+
+def test_a_request_that_cannot_be_stored_fails_alone() -> None:
+    eng = Engine(":memory:")
+    sent = requests(eng, 6)
+    poisoned = requests(eng, 1, "DCGM_POISON")[0]
+    sent.insert(3, poisoned)
+
+    def write(rows: Decoded) -> Stored:
+        if "DCGM_POISON" in rows.series["metric"].to_pylist():
+            raise RuntimeError("disk full")  # any transaction holding the poisoned one fails
+        return store(eng.cursor(), rows)
+
+    group = GroupCommit(write)
+    futures = [group.submit(rows) for rows in sent]
+    for rows, done in zip(sent, futures, strict=True):
+        if rows is poisoned:
+            with pytest.raises(RuntimeError, match="disk full"):
+                done.result(timeout=60)
+        else:
+            assert isinstance(done.result(timeout=60), Stored)
+    group.close()
+    assert eng.con.execute("SELECT count(*) FROM gpu_metrics").fetchall() == [(6 * 50,)]
