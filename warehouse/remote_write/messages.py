@@ -15,8 +15,9 @@ built from their descriptors at import: no generated code, no protoc.
 Label messages (wire-compatible: both are length-delimited): a tuple of them is the series'
 key, built in C, and a label set is decoded only the first time it is seen.
 
-Native histograms (field 4) are kept as raw bytes: wanka stores float samples, and counts the
-histograms it cannot store (`Decoded.histograms`) instead of parsing them.
+Only what wanka reads is declared: exemplars (3) and metadata (3 of WriteRequest) are fields
+upb skips, and native histograms (4) stay raw bytes, counted (`Decoded.histograms`), not parsed.
+`WriteRequest` builds requests (tests, benches); `RawWriteRequest` decodes them.
 """
 
 from __future__ import annotations
@@ -26,96 +27,50 @@ from typing import Any
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 _F = descriptor_pb2.FieldDescriptorProto
+_REPEATED, _ONE = _F.LABEL_REPEATED, _F.LABEL_OPTIONAL
+_STRING, _DOUBLE, _INT64, _BYTES = _F.TYPE_STRING, _F.TYPE_DOUBLE, _F.TYPE_INT64, _F.TYPE_BYTES
 
-
-def _message(
-    file: descriptor_pb2.FileDescriptorProto,
-    name: str,
-    fields: list[tuple[str, int, int, int, str]],
-) -> None:
-    """Add message `name` with fields (name, number, label, type, type name) to `file`."""
-    message = file.message_type.add(name=name)
-    for field_name, number, label, kind, type_name in fields:
-        field = message.field.add(name=field_name, number=number, label=label, type=kind)
-        if type_name:
-            field.type_name = type_name
+#: message -> its fields (name, number, repeated?, type: a scalar type or a message name).
+_MESSAGES: dict[str, list[tuple[str, int, bool, int | str]]] = {
+    "Label": [("name", 1, False, _STRING), ("value", 2, False, _STRING)],
+    "Sample": [("value", 1, False, _DOUBLE), ("timestamp", 2, False, _INT64)],
+    "TimeSeries": [
+        ("labels", 1, True, "Label"),
+        ("samples", 2, True, "Sample"),
+        ("histograms", 4, True, _BYTES),
+    ],
+    "WriteRequest": [("timeseries", 1, True, "TimeSeries")],
+    "RawTimeSeries": [
+        ("labels", 1, True, _BYTES),
+        ("samples", 2, True, "Sample"),
+        ("histograms", 4, True, _BYTES),
+    ],
+    "RawWriteRequest": [("timeseries", 1, True, "RawTimeSeries")],
+}
 
 
 def _build() -> dict[str, Any]:
     file = descriptor_pb2.FileDescriptorProto(
         name="wanka/prompb.proto", package="prometheus", syntax="proto3"
     )
-    rep, opt = _F.LABEL_REPEATED, _F.LABEL_OPTIONAL
-    _message(
-        file, "Label", [("name", 1, opt, _F.TYPE_STRING, ""), ("value", 2, opt, _F.TYPE_STRING, "")]
-    )
-    _message(
-        file,
-        "Sample",
-        [("value", 1, opt, _F.TYPE_DOUBLE, ""), ("timestamp", 2, opt, _F.TYPE_INT64, "")],
-    )
-    _message(
-        file,
-        "Exemplar",
-        [
-            ("labels", 1, rep, _F.TYPE_MESSAGE, ".prometheus.Label"),
-            ("value", 2, opt, _F.TYPE_DOUBLE, ""),
-            ("timestamp", 3, opt, _F.TYPE_INT64, ""),
-        ],
-    )
-    _message(
-        file,
-        "TimeSeries",
-        [
-            ("labels", 1, rep, _F.TYPE_MESSAGE, ".prometheus.Label"),
-            ("samples", 2, rep, _F.TYPE_MESSAGE, ".prometheus.Sample"),
-            ("exemplars", 3, rep, _F.TYPE_MESSAGE, ".prometheus.Exemplar"),
-            ("histograms", 4, rep, _F.TYPE_BYTES, ""),
-        ],
-    )
-    _message(
-        file,
-        "MetricMetadata",
-        [
-            ("type", 1, opt, _F.TYPE_INT32, ""),
-            ("metric_family_name", 2, opt, _F.TYPE_STRING, ""),
-            ("help", 4, opt, _F.TYPE_STRING, ""),
-            ("unit", 5, opt, _F.TYPE_STRING, ""),
-        ],
-    )
-    _message(
-        file,
-        "RawTimeSeries",
-        [
-            ("labels", 1, rep, _F.TYPE_BYTES, ""),
-            ("samples", 2, rep, _F.TYPE_MESSAGE, ".prometheus.Sample"),
-            ("histograms", 4, rep, _F.TYPE_BYTES, ""),
-        ],
-    )
-    _message(
-        file,
-        "RawWriteRequest",
-        [("timeseries", 1, rep, _F.TYPE_MESSAGE, ".prometheus.RawTimeSeries")],
-    )
-    _message(
-        file,
-        "WriteRequest",
-        [
-            ("timeseries", 1, rep, _F.TYPE_MESSAGE, ".prometheus.TimeSeries"),
-            ("metadata", 3, rep, _F.TYPE_MESSAGE, ".prometheus.MetricMetadata"),
-        ],
-    )
-    pool = descriptor_pool.DescriptorPool()
-    built = pool.Add(file)
+    for name, fields in _MESSAGES.items():
+        message = file.message_type.add(name=name)
+        for field_name, number, repeated, kind in fields:
+            field = message.field.add(
+                name=field_name, number=number, label=_REPEATED if repeated else _ONE
+            )
+            if isinstance(kind, str):
+                field.type, field.type_name = _F.TYPE_MESSAGE, f".prometheus.{kind}"
+            else:
+                field.type = kind
+    built = descriptor_pool.DescriptorPool().Add(file)
     return {
         name: message_factory.GetMessageClass(built.message_types_by_name[name])
-        for name in ("Label", "Sample", "TimeSeries", "WriteRequest", "RawWriteRequest")
+        for name in _MESSAGES
     }
 
 
 _CLASSES = _build()
-#: The message classes; `WriteRequest.FromString(body)` decodes a request.
 WriteRequest: Any = _CLASSES["WriteRequest"]
-TimeSeries: Any = _CLASSES["TimeSeries"]
 RawWriteRequest: Any = _CLASSES["RawWriteRequest"]
 Label: Any = _CLASSES["Label"]
