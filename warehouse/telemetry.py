@@ -47,7 +47,8 @@ LABEL_COLUMNS = ("metric", "host", "gpu", "uuid", "model", "labels")
 SAMPLE_COLUMNS = ("ts", "value", "batch_id")
 REQUIRED = ("ts", "host", "metric")
 
-_SAME_SERIES = " AND ".join(f"r.{c} IS NOT DISTINCT FROM x.{c}" for c in LABEL_COLUMNS)
+#: Series r and rows x carry the same label set (NULL-safe): how rows find their series.
+SAME_SERIES = " AND ".join(f"r.{c} IS NOT DISTINCT FROM x.{c}" for c in LABEL_COLUMNS)
 
 
 def is_view(table: str) -> bool:
@@ -116,7 +117,7 @@ def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
             f"INSERT INTO {SAMPLES} (series_id, ts, value, batch_id) "
             f"SELECT r.series_id, x.ts, x.value, {batch} FROM {rows} AS x "
             f"JOIN (SELECT min(series_id) AS series_id, {labels} FROM {SERIES} GROUP BY ALL) r "
-            f"ON {_SAME_SERIES}"
+            f"ON {SAME_SERIES}"
         ).fetchall()
         cur.execute(
             f"INSERT INTO {BATCHES} SELECT {batch}, count(*), min(ts), max(ts) FROM {rows} AS x "
@@ -140,7 +141,7 @@ def add_series(cur: duckdb.DuckDBPyConnection, relation: str) -> int:
         f"INSERT INTO {SERIES} (series_id, {labels}) "
         f"SELECT nextval('wanka.series_seq'), {labels} FROM ("
         f"SELECT DISTINCT {labels} FROM {relation} "
-        f"WHERE NOT EXISTS (SELECT 1 FROM {SERIES} r WHERE {_SAME_SERIES}) "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {SERIES} r WHERE {SAME_SERIES}) "
         f"ORDER BY {labels})"
     )
     return known

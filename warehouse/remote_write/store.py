@@ -73,12 +73,11 @@ def _store_gpu(cur: duckdb.DuckDBPyConnection, names: dict[str, str], batch_id: 
     if not cur.execute(f"SELECT count(*) FROM {dcgm}").fetchall()[0][0]:
         return 0
     known = telemetry.add_series(cur, dcgm)
-    same = " AND ".join(f"r.{c} IS NOT DISTINCT FROM x.{c}" for c in telemetry.LABEL_COLUMNS)
     fresh = f"_wanka_rw_fresh_{threading.get_ident()}"
     cur.execute(
         f"CREATE OR REPLACE TEMP TABLE {fresh} AS "
         f"WITH ids AS (SELECT x.sid, min(r.series_id) AS series_id FROM {dcgm} "
-        f"  JOIN {telemetry.SERIES} r ON {same} GROUP BY x.sid), "
+        f"  JOIN {telemetry.SERIES} r ON {telemetry.SAME_SERIES} GROUP BY x.sid), "
         f"given AS (SELECT DISTINCT ON (ids.series_id, s.ts) ids.series_id, s.ts, s.value "
         f"  FROM {samples} s JOIN ids USING (sid) ORDER BY ids.series_id, s.ts, s.n) "
         f"SELECT * FROM given g WHERE NOT EXISTS (SELECT 1 FROM {telemetry.SAMPLES} t "
