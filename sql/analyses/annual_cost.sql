@@ -45,4 +45,4 @@ SELECT cluster, site, gpus,
        round(annual_energy_cost(fac_mw, $tariff_usd_per_kwh)) AS annual_cost_usd,
        round(annual_energy_cost(fac_mw, price_per_kwh)) AS annual_cost_site
 FROM facility
-ORDER BY annual_cost_usd DESC
+ORDER BY annual_cost_usd DESC, cluster, site

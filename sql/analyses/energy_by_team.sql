@@ -77,4 +77,4 @@ SELECT team,
        round(sum(modelled_kwh), 1) AS modelled_kwh
 FROM costed
 GROUP BY team
-ORDER BY cost DESC
+ORDER BY sum(costed.cost) DESC, team

@@ -33,4 +33,4 @@ SELECT cluster, state, jobs,
        round(100 * gpu_hours / nullif(sum(gpu_hours) OVER (PARTITION BY cluster), 0), 2) AS gpu_hours_pct,
        round(100 * jobs / sum(jobs) OVER (PARTITION BY cluster), 2) AS jobs_pct
 FROM by_state
-ORDER BY cluster, gpu_hours DESC
+ORDER BY cluster, gpu_hours DESC, state
