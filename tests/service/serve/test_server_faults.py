@@ -61,9 +61,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(db: Path) -> Iterator[tuple[subprocess.Popen[bytes], httpx.Client]]:
-    """`wanka serve` on `db` (no scheduler: refreshes happen when a test asks)."""
-    port = free_port()
+def serving(
+    db: Path, port: int | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], httpx.Client]]:
+    """`wanka serve` on `db` (no scheduler: refreshes happen when a test asks), on `port` or a
+    free one."""
+    port = port or free_port()
     command = [
         sys.executable, "-c", "from service.cli import main; main()", "--db", str(db), "serve",
         "--http-port", str(port), "--pg-port", "0", "--refresh-interval-s", "0",
