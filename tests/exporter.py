@@ -92,7 +92,7 @@ def value(field: str, gpu: int, scrape: int) -> str:
 
 def _handler(exporter: Exporter) -> Any:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             if exporter.mode == "error":
                 self.send_error(500, "exporter failed")
                 return

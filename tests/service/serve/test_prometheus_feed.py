@@ -18,13 +18,14 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from tests.conftest import run_wanka
 from tests.exporter import Exporter
-from tests.service.serve.test_server_faults import ADMIN, PW, free_port, query, serving
+from tests.service.serve.test_server_faults import PW, free_port, query, serving
 from warehouse.engine import Engine
 from warehouse.remote_write.labels import rebuild
 
@@ -76,6 +77,7 @@ def prometheus(folder: Path, target: str, write_port: int) -> Iterator[httpx.Cli
             }
         )
     )
+    log = (folder / "prometheus.log").open("wb")
     process = subprocess.Popen(
         [
             "prometheus",
@@ -83,9 +85,9 @@ def prometheus(folder: Path, target: str, write_port: int) -> Iterator[httpx.Cli
             f"--storage.tsdb.path={folder / 'tsdb'}",
             f"--web.listen-address=127.0.0.1:{port}",
             "--log.level=warn",
-        ],  # fmt: skip
+        ],
         stdout=subprocess.DEVNULL,
-        stderr=(folder / "prometheus.log").open("wb"),
+        stderr=log,
     )
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
     try:
@@ -99,6 +101,7 @@ def prometheus(folder: Path, target: str, write_port: int) -> Iterator[httpx.Cli
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=30)
+        log.close()
 
 
 def _ready(client: httpx.Client) -> bool:
@@ -130,7 +133,7 @@ def held_by_prometheus(client: httpx.Client, at_s: float) -> Counter[Key]:
 
 def held_by_wanka(client: httpx.Client, at_ms: int) -> tuple[Counter[Key], dict[Key, float]]:
     """Every sample wanka stored up to `at_ms`, with labels rebuilt from its columns."""
-    rows = query(
+    rows: list[Any] = query(
         client,
         "SELECT metric, host, gpu, uuid, labels::VARCHAR, epoch_ms(ts), value FROM gpu_metrics "
         f"WHERE epoch_ms(ts) <= {at_ms} UNION ALL "
@@ -183,32 +186,34 @@ def test_every_sample_prometheus_holds_is_in_wanka_once_also_across_a_kill(
     db: Path, tmp_path: Path
 ) -> None:
     port = free_port()
-    with Exporter(gpus=4, drop_gpu_after=4) as exporter:
-        with serving(db, port=port) as (first, wanka):
-            with prometheus(tmp_path, exporter.target, port) as prom:
-                wait_for(lambda: exporter.scrapes >= 6, 60, "prometheus did not scrape")
-                compared = same_as_prometheus(prom, wanka, 1.0)
-                assert compared >= 6 * 5 * 3  # scrapes × fields × GPUs at least
-                # the vanished GPU's series ended with staleness markers, not NaN values
-                [[stale]] = query(
-                    wanka,
-                    "SELECT count(*) FROM wanka.stale_markers "
-                    "WHERE metric LIKE 'DCGM_%' AND labels->>'gpu' = '3'",
-                )
-                assert stale == 5
-                [[nans]] = query(wanka, "SELECT count(*) FROM gpu_metrics WHERE isnan(value)")
-                assert nans == 0
-                # kill -9 while Prometheus keeps sending; it retries until wanka is back
-                first.send_signal(signal.SIGKILL)
-                first.wait(timeout=30)
-                before = exporter.scrapes
-                wait_for(lambda: exporter.scrapes >= before + 3, 60, "no scrapes while down")
-                with serving(db, port=port) as (_, again):
-                    wait_for(lambda: exporter.scrapes >= before + 6, 60, "no scrapes after")
-                    assert same_as_prometheus(prom, again, 1.0) > compared
-                    [[samples, doubled]] = query(
-                        again,
-                        "SELECT count(*), count(*) - count(DISTINCT (series_id, ts)) "
-                        "FROM wanka.gpu_samples",
-                    )
-                    assert samples > 0 and doubled == 0
+    with (
+        Exporter(gpus=4, drop_gpu_after=4) as exporter,
+        serving(db, port=port) as (first, wanka),
+        prometheus(tmp_path, exporter.target, port) as prom,
+    ):
+        wait_for(lambda: exporter.scrapes >= 6, 60, "prometheus did not scrape")
+        compared = same_as_prometheus(prom, wanka, 1.0)
+        assert compared >= 6 * 5 * 3  # scrapes × fields × GPUs at least
+        # the vanished GPU's series ended with staleness markers, not NaN values
+        [[stale]] = query(
+            wanka,
+            "SELECT count(*) FROM wanka.stale_markers "
+            "WHERE metric LIKE 'DCGM_%' AND labels->>'gpu' = '3'",
+        )
+        assert stale == 5
+        [[nans]] = query(wanka, "SELECT count(*) FROM gpu_metrics WHERE isnan(value)")
+        assert nans == 0
+        # kill -9 while Prometheus keeps sending; it retries until wanka is back
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+        before = exporter.scrapes
+        wait_for(lambda: exporter.scrapes >= before + 3, 60, "no scrapes while down")
+        with serving(db, port=port) as (_, again):
+            wait_for(lambda: exporter.scrapes >= before + 6, 60, "no scrapes after")
+            assert same_as_prometheus(prom, again, 1.0) > compared
+            [[samples, doubled]] = query(
+                again,
+                "SELECT count(*), count(*) - count(DISTINCT (series_id, ts)) "
+                "FROM wanka.gpu_samples",
+            )
+            assert samples and doubled == 0
