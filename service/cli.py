@@ -20,6 +20,7 @@ from service.commands.lake import export
 from service.commands.refresh import refresh
 from service.commands.report import report
 from service.commands.retention import retention
+from service.commands.scrape import scrape
 from service.commands.serve import serve
 from service.commands.sql import sql
 from service.commands.users import token, user
@@ -55,6 +56,7 @@ for command in (
     analyze,
     report,
     jobstats,
+    scrape,
 ):
     app.add_command(command)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -108,7 +109,8 @@ def _handler(exporter: Exporter) -> Any:
             self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            with suppress(BrokenPipeError, ConnectionResetError):  # a scraper that gave up
+                self.wfile.write(payload)
 
         def log_message(self, *args: object) -> None:
             pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -94,3 +95,31 @@ def output_options(command: Callable[..., Any]) -> Callable[..., Any]:
         ),
     )
     return with_options(command, options)
+
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+class Duration(click.ParamType[float]):
+    """A Prometheus-style duration (`500ms`, `15s`, `1m30s`, `2h`) or plain seconds, in seconds.
+
+    >>> Duration().convert("1m30s", None, None), Duration().convert("0.5", None, None)
+    (90.0, 0.5)
+    """
+
+    name = "duration"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        text = str(value).strip()
+        try:
+            return float(text)
+        except ValueError:
+            pass
+        parts = re.findall(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)", text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            self.fail(f"{value!r} is not a duration like 15s, 1m30s or 500ms", param, ctx)
+        return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import ipaddress
+import shutil
 import socket
 import ssl
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from typing import Any
 
 import click
 
+from service.commands.common import Duration
 from service.serve import memory
 from service.serve.server import Limits, Server
 from warehouse.errors import UserError
@@ -82,8 +84,10 @@ def run_server(
     access_log: bool = False,
     banner: Callable[[str], None] | None = None,
     tls: Tls | None = None,
+    feeds: Callable[[Server], None] | None = None,
 ) -> None:
-    """Open `db`, serve it until interrupted, then close everything in order."""
+    """Open `db`, serve it until interrupted, then close everything in order. `feeds(server)`
+    starts the live feeds (scraping, Slurm polling) once the server is open."""
     import uvicorn
 
     from service.http import create_app
@@ -113,6 +117,8 @@ def run_server(
 
         if refresh_interval_s:
             server.start_scheduler(refresh_interval_s)
+        if feeds is not None:
+            feeds(server)
         url = f"{'https' if tls else 'http'}://{host}:{port}"
         click.echo(f"HTTP:             {url}  (OpenAPI: {url}/docs)")
         if not users_exist:
@@ -170,6 +176,22 @@ def run_server(
     help="PEM certificate chain: HTTPS, and SSL for PostgreSQL clients.",
 )
 @click.option("--tls-key", type=click.Path(dir_okay=False, path_type=Path), help="Its PEM key.")
+@click.option(
+    "--scrape-config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Prometheus file_sd targets (JSON or YAML) to scrape; reread when it changes.",
+)
+@click.option("--scrape-interval", type=Duration(), default="15s", show_default=True)
+@click.option("--scrape-timeout", type=Duration(), default="10s", show_default=True)
+@click.option("--scrape-job", default="dcgm", show_default=True, help="`job` label of targets.")
+@click.option("--sacct-interval", type=Duration(), help="Poll Slurm's sacct this often (e.g. 60s).")
+@click.option(
+    "--sacct-command", default="sacct", show_default=True, help="The sacct to run (with arguments)."
+)
+@click.option(
+    "--scontrol-command",
+    help="Also poll `CMD show job -d --oneliner` (GPU indices) [default: scontrol when on PATH].",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -184,8 +206,20 @@ def serve(
     access_log: bool,
     tls_cert: Path | None,
     tls_key: Path | None,
+    scrape_config: Path | None,
+    scrape_interval: float,
+    scrape_timeout: float,
+    scrape_job: str,
+    sacct_interval: float | None,
+    sacct_command: str,
+    scontrol_command: str | None,
 ) -> None:
-    """Serve the warehouse: HTTP, PostgreSQL wire and the refresh scheduler in one process."""
+    """Serve the warehouse: HTTP, PostgreSQL wire and the refresh scheduler in one process,
+    with live feeds when asked (file_sd scraping, Slurm polling)."""
+    feed = Feeds(
+        scrape_config, scrape_interval, scrape_timeout, scrape_job,
+        sacct_interval, sacct_command, scontrol_command,
+    )  # fmt: skip
     limits = Limits(
         timeout_s=timeout_s,
         max_rows_json=max_rows_json,
@@ -201,7 +235,47 @@ def serve(
         refresh_interval_s=refresh_interval_s or None,
         access_log=access_log,
         tls=_tls(tls_cert, tls_key),
+        feeds=feed.start,
     )
+
+
+@dataclass(frozen=True)
+class Feeds:
+    """What `wanka serve` was asked to feed itself from."""
+
+    scrape_config: Path | None
+    scrape_interval_s: float
+    scrape_timeout_s: float
+    scrape_job: str
+    sacct_interval_s: float | None
+    sacct_command: str
+    scontrol_command: str | None
+
+    def start(self, server: Server) -> None:
+        from service.serve.feeds import SacctLoop, ScrapeLoop
+        from warehouse.scrape.slurm import SlurmPoll
+
+        if self.scrape_config is not None:
+            loop = ScrapeLoop(
+                server,
+                self.scrape_config,
+                interval_s=self.scrape_interval_s,
+                timeout_s=self.scrape_timeout_s,
+                job=self.scrape_job,
+            )
+            server.start_feed(loop)
+            click.echo(
+                f"scraping:         {len(loop.targets)} targets from {self.scrape_config} "
+                f"every {self.scrape_interval_s:g} s"
+            )
+        if self.sacct_interval_s:
+            scontrol = self.scontrol_command or shutil.which("scontrol")
+            poll = SlurmPoll(self.sacct_command, scontrol)
+            server.start_feed(SacctLoop(server, poll, interval_s=self.sacct_interval_s))
+            also = f" and {scontrol}" if scontrol else ""
+            click.echo(
+                f"Slurm polling:    {self.sacct_command}{also} every {self.sacct_interval_s:g} s"
+            )
 
 
 def _tls(cert: Path | None, key: Path | None) -> Tls | None:

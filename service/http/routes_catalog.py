@@ -130,6 +130,7 @@ def metrics(request: Request) -> PlainTextResponse:
             {(): float(sys.getallocatedblocks())},
         ),
     }
+    gauges.update(server.feed_gauges())
     rss = resident_bytes()
     if rss is not None:
         gauges["process_resident_memory_bytes"] = ("Resident memory of the process.", {(): rss})

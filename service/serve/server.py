@@ -76,7 +76,8 @@ class Server:
         self._auth_lock = threading.Lock()
         self._basic_cache: dict[tuple[str, bytes], tuple[User, float]] = {}
         self._token_cache: dict[str, tuple[User, float]] = {}
-        self._stop = threading.Event()
+        self.stopping = threading.Event()  # set by close(): the scheduler and feeds stop
+        self.feeds: list[Any] = []  # the scrape and Slurm loops (service/serve/feeds.py)
         self._scheduler: threading.Thread | None = None
         self.writes = WriteGate()  # ingest, DML, DDL and refreshes take turns
         self.gate = Gate()  # at most a few queries run their Python at once (serve/gate.py)
@@ -271,6 +272,19 @@ class Server:
         with self.writes.hold(work, self.limits.timeout_s):
             return self.with_cursor(work)
 
+    # -- live feeds --------------------------------------------------------------------------
+
+    def start_feed(self, feed: Any) -> None:
+        """Run a feed (service/serve/feeds.py) until the server closes."""
+        self.feeds.append(feed.start())
+
+    def feed_gauges(self) -> dict[str, Any]:
+        """The feeds' gauges for /metrics: scrape targets' health, Slurm poll failures."""
+        gauges: dict[str, Any] = {}
+        for feed in self.feeds:
+            gauges.update(feed.gauges())
+        return gauges
+
     # -- scheduler ---------------------------------------------------------------------------
 
     def start_scheduler(self, interval_s: float = 10.0) -> None:
@@ -286,7 +300,7 @@ class Server:
 
         cur = self.engine.cursor()
         try:
-            while not self._stop.wait(interval_s):
+            while not self.stopping.wait(interval_s):
                 try:
                     with self.writes.hold(cur, interval_s):
                         dropped = retention.apply(cur)
@@ -323,9 +337,11 @@ class Server:
 
     def close(self) -> None:
         """Stop the scheduler and close the database."""
-        self._stop.set()
+        self.stopping.set()
         if self._scheduler is not None:
             self._scheduler.join(timeout=30)
+        for feed in self.feeds:
+            feed.join()
         if self._group_commit is not None:
             self._group_commit.close()
         self.engine.close()

@@ -187,10 +187,7 @@ class _Rows:
             pairs = tuple((label.name, label.value) for label in map(Label.FromString, key))
         except DecodeError as error:
             raise BadRequest(f"series {index}: a label is not a Label message: {error}") from None
-        given = self._labels(index, pairs)
-        metric = given.pop("__name__")
-        gpu = mapping.gpu_columns(given, self.cache.models) if mapping.is_dcgm(metric) else None
-        found = Series(metric, gpu, mapping.labels_json(given))
+        found = series_of(self._labels(index, pairs), self.cache.models)
         with self.cache.lock:
             if len(self.cache.known) >= self.cache.size:
                 self.cache.known.clear()
@@ -224,35 +221,52 @@ class _Rows:
         return given
 
     def finish(self) -> Decoded:
-        gpu = [s.gpu or (None, None, None, None, None) for s in self.series]
-        host, index, uuid, model, labels = (
-            (list(c) for c in zip(*gpu, strict=True)) if gpu else ([], [], [], [], [])
-        )
-        series = pa.table(
-            {
-                "sid": pa.array(range(len(self.series)), pa.int64()),
-                "metric": pa.array([s.metric for s in self.series], pa.string()),
-                "host": pa.array(host, pa.string()),
-                "gpu": pa.array(index, pa.int32()),
-                "uuid": pa.array(uuid, pa.string()),
-                "model": pa.array(model, pa.string()),
-                "labels": pa.array(labels, pa.string()),
-                "dcgm": pa.array([s.gpu is not None for s in self.series], pa.bool_()),
-                "all_labels": pa.array([s.all_labels for s in self.series], pa.string()),
-            }
-        )
-        sids, stamps, values = self.samples
-        samples = pa.table(
-            {
-                "sid": pa.array(sids, pa.int64()),
-                "ts": _timestamps(stamps),
-                "value": pa.array(values, pa.float64()),
-            }
-        )
-        stale = pa.table(
-            {"sid": pa.array(self.stale[0], pa.int64()), "ts": _timestamps(self.stale[1])}
-        )
-        return Decoded(series, samples, stale, self.received, self.histograms)
+        return assemble(self.series, self.samples, self.stale, self.received, self.histograms)
+
+
+def series_of(labels: dict[str, str], models: ModelNames) -> Series:
+    """What a series with `labels` (`__name__` included, checked already) is stored as."""
+    given = dict(labels)
+    metric = given.pop("__name__")
+    gpu = mapping.gpu_columns(given, models) if mapping.is_dcgm(metric) else None
+    return Series(metric, gpu, mapping.labels_json(given))
+
+
+def assemble(
+    series: list[Series],
+    samples: tuple[list[int], list[int], list[float]],
+    stale: tuple[list[int], list[int]],
+    received: int,
+    histograms: int = 0,
+) -> Decoded:
+    """Rows from `series` (sid = index) and samples/markers as (sids, ts ms, values) lists."""
+    gpu = [s.gpu or (None, None, None, None, None) for s in series]
+    host, index, uuid, model, labels = (
+        (list(c) for c in zip(*gpu, strict=True)) if gpu else ([], [], [], [], [])
+    )
+    table = pa.table(
+        {
+            "sid": pa.array(range(len(series)), pa.int64()),
+            "metric": pa.array([s.metric for s in series], pa.string()),
+            "host": pa.array(host, pa.string()),
+            "gpu": pa.array(index, pa.int32()),
+            "uuid": pa.array(uuid, pa.string()),
+            "model": pa.array(model, pa.string()),
+            "labels": pa.array(labels, pa.string()),
+            "dcgm": pa.array([s.gpu is not None for s in series], pa.bool_()),
+            "all_labels": pa.array([s.all_labels for s in series], pa.string()),
+        }
+    )
+    sids, stamps, values = samples
+    rows = pa.table(
+        {
+            "sid": pa.array(sids, pa.int64()),
+            "ts": _timestamps(stamps),
+            "value": pa.array(values, pa.float64()),
+        }
+    )
+    markers = pa.table({"sid": pa.array(stale[0], pa.int64()), "ts": _timestamps(stale[1])})
+    return Decoded(table, rows, markers, received, histograms)
 
 
 def _timestamps(ms: list[int]) -> pa.Array:

@@ -19,6 +19,7 @@ call is one transaction over the rows of every request in it:
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
@@ -38,8 +39,13 @@ class Stored:
     duplicates: int  # samples already stored (or twice in the requests)
 
 
-def store(cur: duckdb.DuckDBPyConnection, rows: Decoded) -> Stored:
-    """Store `rows` in one transaction; what was new."""
+def store(
+    cur: duckdb.DuckDBPyConnection,
+    rows: Decoded,
+    then: Callable[[duckdb.DuckDBPyConnection, int], None] | None = None,
+) -> Stored:
+    """Store `rows` in one transaction; what was new. `then(cur, batch_id)` runs in the same
+    transaction before it commits (a scrape round records its targets' health)."""
     tag = threading.get_ident()
     names = {kind: f"_wanka_rw_{kind}_{tag}" for kind in ("series", "samples", "stale")}
     with transaction(cur):
@@ -59,6 +65,8 @@ def store(cur: duckdb.DuckDBPyConnection, rows: Decoded) -> Stored:
             "INSERT INTO wanka.remote_write_batches VALUES (?, now(), ?, ?, ?, ?, ?, ?)",
             [batch_id, rows.requests, rows.received, gpu, other, duplicates, stale],
         )
+        if then is not None:
+            then(cur, batch_id)
     return Stored(batch_id, gpu, other, stale, duplicates)
 
 

@@ -1,0 +1,28 @@
+"""A scrape round stored as one batch: its samples through the remote_write store (a sample
+already stored is not stored again), and wanka.scrape_targets replaced, in one transaction."""
+
+from __future__ import annotations
+
+import duckdb
+
+from warehouse.remote_write.store import Stored, store
+from warehouse.scrape.scraper import Health, Round
+
+
+def store_round(cur: duckdb.DuckDBPyConnection, done: Round) -> Stored:
+    """Store `done`; what was new."""
+
+    def health(cur: duckdb.DuckDBPyConnection, batch_id: int) -> None:
+        cur.execute("DELETE FROM wanka.scrape_targets")
+        if done.health:
+            cur.executemany(
+                "INSERT INTO wanka.scrape_targets VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [_row(h, batch_id) for h in done.health],
+            )
+
+    return store(cur, done.rows, then=health)
+
+
+def _row(h: Health, batch_id: int) -> list[object]:
+    state = "up" if h.up else "down"
+    return [h.target, h.labels, state, h.at, h.duration_s, h.samples, h.error, batch_id]
