@@ -62,14 +62,14 @@ def free_port() -> int:
 
 @contextmanager
 def serving(
-    db: Path, port: int | None = None
+    db: Path, port: int | None = None, extra: list[str] | tuple[str, ...] = ()
 ) -> Iterator[tuple[subprocess.Popen[bytes], httpx.Client]]:
     """`wanka serve` on `db` (no scheduler: refreshes happen when a test asks), on `port` or a
-    free one."""
+    free one, with `extra` options."""
     port = port or free_port()
     command = [
         sys.executable, "-c", "from service.cli import main; main()", "--db", str(db), "serve",
-        "--http-port", str(port), "--pg-port", "0", "--refresh-interval-s", "0",
+        "--http-port", str(port), "--pg-port", "0", "--refresh-interval-s", "0", *extra,
     ]  # fmt: skip
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, env=dict(os.environ))
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", auth=ADMIN, timeout=120)

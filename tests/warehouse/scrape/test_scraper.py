@@ -54,7 +54,9 @@ def test_health_and_data_of_good_slow_failing_and_garbage_targets(
         stored = store_round(cur, done)
     health = {h.target: h for h in done.health}
     assert [health[t.url].up for t in targets] == [True, False, False, False]
-    assert health[targets[0].url].samples == len(FIELDS) * 4 and health[targets[0].url].error is None
+    assert (
+        health[targets[0].url].samples == len(FIELDS) * 4 and health[targets[0].url].error is None
+    )
     assert "timed out after 1 s" in str(health[targets[1].url].error)
     assert health[targets[1].url].duration_s < 2.5  # the slow one did not hold the round up
     assert "HTTP 500" in str(health[targets[2].url].error)
