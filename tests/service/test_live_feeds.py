@@ -9,6 +9,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -59,7 +60,7 @@ def wait_until(check: object, seconds: float, why: str) -> None:
         time.sleep(0.2)  # polling for the feed, not timing anything
 
 
-def rows(client: httpx.Client, sql: str) -> list[list[object]]:
+def rows(client: httpx.Client, sql: str) -> list[list[Any]]:
     return query(client, sql)
 
 

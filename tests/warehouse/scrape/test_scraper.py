@@ -15,7 +15,8 @@ from warehouse.ingest.models import ModelNames
 from warehouse.scrape.exposition import BadScrape, parse
 from warehouse.scrape.scraper import Scraper
 from warehouse.scrape.store import store_round
-from warehouse.scrape.targets import Target, parse as targets_of
+from warehouse.scrape.targets import Target
+from warehouse.scrape.targets import parse as targets_of
 
 
 @pytest.fixture
@@ -110,7 +111,10 @@ def test_target_labels_win_and_scraped_ones_are_kept_as_exported() -> None:
         ),
         (("__name__", "y"), ("instance", "h:1"), ("job", "dcgm")),
     ]  # fmt: skip
-    by_name = {dict(got.series[s])["__name__"]: int(t) for s, t in zip(got.sids, got.timestamps_ms)}
+    by_name = {
+        dict(got.series[s])["__name__"]: int(t)
+        for s, t in zip(got.sids, got.timestamps_ms, strict=True)
+    }
     assert by_name == {"x": 1_800_000_000_000, "y": 1_700_000_000_000}  # honour a timestamp
     with pytest.raises(BadScrape, match="line 2"):
         parse(b"ok 1\nnot a sample line at all\n", (), 0)

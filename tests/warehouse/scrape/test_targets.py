@@ -74,7 +74,7 @@ def test_json_and_yaml_give_the_same_targets(tmp_path: Path) -> None:
 def test_a_bad_file_is_refused_naming_the_entry(tmp_path: Path, content: str, said: str) -> None:
     path = tmp_path / "targets.json"
     path.write_text(content)
-    with pytest.raises(UserError, match="targets.json") as error:
+    with pytest.raises(UserError, match=r"targets\.json") as error:
         load(path)
     assert said in str(error.value)
 
