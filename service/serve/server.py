@@ -237,7 +237,7 @@ class Server:
         from warehouse.remote_write import store
 
         with self.writes.hold(rows, self.limits.timeout_s):
-            stored = self.with_cursor(lambda cur: store.store(cur, rows))
+            stored = self.with_cursor(lambda cur: store.store(cur, rows, cache=self._series_cache))
         for table, count in (("gpu_metrics", stored.gpu), ("prom_samples", stored.other)):
             self.metrics.count(
                 "wanka_remote_write_samples_total",

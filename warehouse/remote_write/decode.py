@@ -33,6 +33,7 @@ from google.protobuf.message import DecodeError
 
 from warehouse.errors import UserError
 from warehouse.ingest.models import ModelNames
+from warehouse.remote_write import fastpath
 from warehouse.remote_write import labels as mapping
 from warehouse.remote_write.messages import Label, RawWriteRequest
 
@@ -64,12 +65,13 @@ class Decoded:
     """The rows of one request (or several, `merge`d): its distinct series, and its samples and
     staleness markers as (series id local to these rows, ts, value)."""
 
-    series: pa.Table  # sid, metric, host, gpu, uuid, model, labels, dcgm, all_labels
+    series: pa.Table  # sid, metric, host, gpu, uuid, model, labels, dcgm, all_labels, series_id
     samples: pa.Table  # sid, ts, value
     stale: pa.Table  # sid, ts
     received: int = 0  # float samples received, staleness markers included
     histograms: int = 0  # native histogram samples: not stored, counted
     requests: int = 1
+    keys: list[Series] | None = None  # what each sid is, for SeriesCache.ids (None: no cache)
 
 
 class SeriesCache:
@@ -80,14 +82,43 @@ class SeriesCache:
         self.models = models
         self.size = size
         self.known: dict[tuple[bytes, ...], Series] = {}
+        self.known_raw: dict[bytes, Series] = {}  # by the raw bytes of its label fields
+        #: Series.stored_id holds the gpu_series id of a DCGM series stored before, so a
+        #: steady feed skips matching its label sets against the dictionary (`store` checks
+        #: they still exist); a new generation forgets them all
+        self.generation = 0
         self.lock = threading.Lock()
 
+    def remember(self, stored: list[tuple[Series, int]]) -> None:
+        """Note the series ids a committed transaction resolved."""
+        generation = self.generation
+        for series, series_id in stored:
+            series.stored_id, series.generation = series_id, generation
 
-@dataclass(frozen=True)
+    def forget_ids(self) -> None:
+        with self.lock:
+            self.generation += 1
+
+    def id_of(self, series: Series) -> int | None:
+        return series.stored_id if series.generation == self.generation else None
+
+
+@dataclass(eq=False)
 class Series:
     metric: str
     gpu: mapping.GpuColumns | None  # None: not a DCGM series with a host (prom_samples)
     all_labels: str | None  # every label but __name__, as JSON
+    #: its gpu_series id once a committed transaction resolved it, valid while `generation`
+    #: is the cache's (SeriesCache.remember / forget_ids)
+    stored_id: int | None = None
+    generation: int = -1
+
+    def __post_init__(self) -> None:
+        host, gpu, uuid, model, labels = self.gpu or (None, None, None, None, None)
+        #: its row of Decoded.series (sid and series_id aside), built once
+        self.columns = (
+            self.metric, host, gpu, uuid, model, labels, self.gpu is not None, self.all_labels,
+        )  # fmt: skip
 
 
 def decompress(body: bytes, limits: Limits) -> bytes:
@@ -119,20 +150,26 @@ def _uvarint(data: bytes) -> tuple[int, int]:
 def decode(body: bytes, cache: SeriesCache, limits: Limits, now: datetime | None = None) -> Decoded:
     """The rows of a compressed remote_write body; raises BadRequest naming what is wrong."""
     raw = decompress(body, limits)
+    now = now or datetime.now(UTC)
+    window = (_ms(now - limits.max_age), _ms(now + limits.max_ahead))
+    fast = fastpath.decode_fast(raw, _Rows(cache, limits, *window))
+    if fast is not None:
+        return fast
     try:
         request = RawWriteRequest.FromString(raw)
     except DecodeError as error:
         raise BadRequest(f"the body is not a Remote-Write 1.0 WriteRequest: {error}") from None
     series = request.timeseries
-    if len(series) > limits.max_series:
-        raise BadRequest(
-            f"{len(series):,} series in one request; the limit is {limits.max_series:,}"
-        )
-    now = now or datetime.now(UTC)
-    rows = _Rows(cache, limits, _ms(now - limits.max_age), _ms(now + limits.max_ahead))
+    check_series_count(len(series), limits)
+    rows = _Rows(cache, limits, *window)
     for index, one in enumerate(series):
         rows.add(index, one)
     return rows.finish()
+
+
+def check_series_count(count: int, limits: Limits) -> None:
+    if count > limits.max_series:
+        raise BadRequest(f"{count:,} series in one request; the limit is {limits.max_series:,}")
 
 
 def _ms(moment: datetime) -> int:
@@ -191,6 +228,7 @@ class _Rows:
         with self.cache.lock:
             if len(self.cache.known) >= self.cache.size:
                 self.cache.known.clear()
+                self.cache.known_raw.clear()
             self.cache.known[key] = found
         return found
 
@@ -221,7 +259,17 @@ class _Rows:
         return given
 
     def finish(self) -> Decoded:
-        return assemble(self.series, self.samples, self.stale, self.received, self.histograms)
+        generation = self.cache.generation
+        rows = assemble(
+            self.series,
+            self.samples,
+            self.stale,
+            self.received,
+            self.histograms,
+            [s.stored_id if s.generation == generation else None for s in self.series],
+        )
+        rows.keys = self.series
+        return rows
 
 
 def series_of(labels: dict[str, str], models: ModelNames) -> Series:
@@ -232,31 +280,52 @@ def series_of(labels: dict[str, str], models: ModelNames) -> Series:
     return Series(metric, gpu, mapping.labels_json(given))
 
 
+_SERIES = {
+    "metric": pa.string(), "host": pa.string(), "gpu": pa.int32(), "uuid": pa.string(),
+    "model": pa.string(), "labels": pa.string(), "dcgm": pa.bool_(), "all_labels": pa.string(),
+}  # fmt: skip
+
+
 def assemble(
     series: list[Series],
     samples: tuple[list[int], list[int], list[float]],
     stale: tuple[list[int], list[int]],
     received: int,
     histograms: int = 0,
+    ids: list[int | None] | None = None,
 ) -> Decoded:
-    """Rows from `series` (sid = index) and samples/markers as (sids, ts ms, values) lists."""
-    gpu = [s.gpu or (None, None, None, None, None) for s in series]
-    host, index, uuid, model, labels = (
-        (list(c) for c in zip(*gpu, strict=True)) if gpu else ([], [], [], [], [])
-    )
-    table = pa.table(
+    """Rows from `series` (sid = index) and samples/markers as (sids, ts ms, values) lists;
+    `ids` the gpu_series id of each series where known."""
+    ids = ids if ids is not None else [None] * len(series)
+    # a series stored before needs only its id; the others their label columns
+    need = [i for i, known in enumerate(ids) if known is None]
+    held = [i for i, known in enumerate(ids) if known is not None]
+    columns = list(zip(*(series[i].columns for i in need), strict=True)) or [()] * len(_SERIES)
+    fresh = pa.table(
         {
-            "sid": pa.array(range(len(series)), pa.int64()),
-            "metric": pa.array([s.metric for s in series], pa.string()),
-            "host": pa.array(host, pa.string()),
-            "gpu": pa.array(index, pa.int32()),
-            "uuid": pa.array(uuid, pa.string()),
-            "model": pa.array(model, pa.string()),
-            "labels": pa.array(labels, pa.string()),
-            "dcgm": pa.array([s.gpu is not None for s in series], pa.bool_()),
-            "all_labels": pa.array([s.all_labels for s in series], pa.string()),
+            "sid": pa.array(need, pa.int64()),
+            **{
+                name: pa.array(column, kind)
+                for (name, kind), column in zip(_SERIES.items(), columns, strict=True)
+            },
+            "series_id": pa.nulls(len(need), pa.int64()),
         }
     )
+    table = fresh
+    if held:
+        stored = pa.table(
+            {
+                "sid": pa.array(held, pa.int64()),
+                **{
+                    name: pa.array(np.ones(len(held), bool))
+                    if name == "dcgm"
+                    else pa.nulls(len(held), kind)
+                    for name, kind in _SERIES.items()
+                },
+                "series_id": pa.array([ids[i] for i in held], pa.int64()),
+            }
+        )
+        table = pa.concat_tables([fresh, stored])
     sids, stamps, values = samples
     rows = pa.table(
         {
@@ -289,4 +358,14 @@ def merge(parts: list[Decoded]) -> Decoded:
         sum(p.received for p in parts),
         sum(p.histograms for p in parts),
         requests=sum(p.requests for p in parts),
+        keys=_keys(parts),
     )
+
+
+def _keys(parts: list[Decoded]) -> list[Series] | None:
+    keys: list[Series] = []
+    for part in parts:
+        if part.keys is None:
+            return None
+        keys += part.keys
+    return keys

@@ -17,7 +17,8 @@ key, built in C, and a label set is decoded only the first time it is seen.
 
 Only what wanka reads is declared: exemplars (3) and metadata (3 of WriteRequest) are fields
 upb skips, and native histograms (4) stay raw bytes, counted (`Decoded.histograms`), not parsed.
-`WriteRequest` builds requests (tests, benches); `RawWriteRequest` decodes them.
+`WriteRequest` builds requests (tests, benches); `RawWriteRequest` decodes them, and
+`SeriesBytes` leaves every series as raw bytes for the vectorised path (`fastpath`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ _MESSAGES: dict[str, list[tuple[str, int, bool, int | str]]] = {
         ("histograms", 4, True, _BYTES),
     ],
     "RawWriteRequest": [("timeseries", 1, True, "RawTimeSeries")],
+    "SeriesBytes": [("timeseries", 1, True, _BYTES)],
 }
 
 
@@ -73,4 +75,6 @@ def _build() -> dict[str, Any]:
 _CLASSES = _build()
 WriteRequest: Any = _CLASSES["WriteRequest"]
 RawWriteRequest: Any = _CLASSES["RawWriteRequest"]
+RawTimeSeries: Any = _CLASSES["RawTimeSeries"]
+SeriesBytes: Any = _CLASSES["SeriesBytes"]  # each series left as its raw bytes (fastpath.py)
 Label: Any = _CLASSES["Label"]

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from warehouse import attribution, telemetry
 from warehouse.engine import transaction
-from warehouse.remote_write.decode import Decoded
+from warehouse.remote_write.decode import Decoded, SeriesCache
 
 
 @dataclass(frozen=True)
@@ -43,18 +43,24 @@ def store(
     cur: duckdb.DuckDBPyConnection,
     rows: Decoded,
     then: Callable[[duckdb.DuckDBPyConnection, int], None] | None = None,
+    cache: SeriesCache | None = None,
 ) -> Stored:
     """Store `rows` in one transaction; what was new. `then(cur, batch_id)` runs in the same
-    transaction before it commits (a scrape round records its targets' health)."""
+    transaction before it commits (a scrape round records its targets' health). Once it
+    committed, `cache` learns the series ids of the DCGM series it resolved."""
     tag = threading.get_ident()
     names = {kind: f"_wanka_rw_{kind}_{tag}" for kind in ("series", "samples", "stale")}
+    resolved: list[tuple[int, int]] = []
     with transaction(cur):
         batch_id = int(cur.execute("SELECT nextval('wanka.batch_seq')").fetchall()[0][0])
         cur.register(names["series"], rows.series)
         cur.register(names["samples"], _numbered(rows.samples))
         cur.register(names["stale"], _numbered(rows.stale))
         try:
-            gpu = _store_gpu(cur, names, batch_id) if rows.samples.num_rows else 0
+            if rows.samples.num_rows:
+                gpu, resolved = _store_gpu(cur, names, batch_id, cache)
+            else:
+                gpu = 0
             other = _store_other(cur, names, batch_id) if rows.samples.num_rows else 0
             stale = _store_stale(cur, names, batch_id) if rows.stale.num_rows else 0
         finally:
@@ -67,6 +73,9 @@ def store(
         )
         if then is not None:
             then(cur, batch_id)
+    if cache is not None and rows.keys is not None and resolved:
+        keys = rows.keys
+        cache.remember([(keys[sid], series_id) for sid, series_id in resolved])
     return Stored(batch_id, gpu, other, stale, duplicates)
 
 
@@ -75,19 +84,48 @@ def _numbered(table: pa.Table) -> pa.Table:
     return table.append_column("n", pa.array(range(table.num_rows), pa.int64()))
 
 
-def _store_gpu(cur: duckdb.DuckDBPyConnection, names: dict[str, str], batch_id: int) -> int:
+def _store_gpu(
+    cur: duckdb.DuckDBPyConnection,
+    names: dict[str, str],
+    batch_id: int,
+    cache: SeriesCache | None,
+) -> tuple[int, list[tuple[int, int]]]:
+    """Append the new DCGM samples; how many, and the (sid, series_id) pairs it resolved by
+    label set (those the cache did not know)."""
     series, samples = names["series"], names["samples"]
-    dcgm = f"(SELECT * FROM {series} WHERE dcgm) AS x"
-    if not cur.execute(f"SELECT count(*) FROM {dcgm}").fetchall()[0][0]:
-        return 0
-    known = telemetry.add_series(cur, dcgm)
+    [(dcgm_count, cached)] = cur.execute(
+        f"SELECT count(*), count(series_id) FROM {series} WHERE dcgm"
+    ).fetchall()
+    if not dcgm_count:
+        return 0, []
+    if cached and not _cached_ids_hold(cur, series):
+        if cache is not None:
+            cache.forget_ids()  # a series was merged away (telemetry_tiers): match them all
+        cached = 0
+    unknown = (
+        f"(SELECT * FROM {series} WHERE dcgm{' AND series_id IS NULL' if cached else ''}) AS x"
+    )
+    known = (
+        telemetry.add_series(cur, unknown)
+        if dcgm_count > cached
+        else int(cur.execute(f"SELECT max(series_id) FROM {telemetry.SERIES}").fetchall()[0][0])
+    )
     fresh = f"_wanka_rw_fresh_{threading.get_ident()}"
+    ids = f"_wanka_rw_ids_{threading.get_ident()}"
+    matched = (
+        f"SELECT x.sid, min(r.series_id) AS series_id, true AS resolved FROM {unknown} "
+        f"JOIN {telemetry.SERIES} r ON {telemetry.SAME_SERIES} GROUP BY x.sid"
+    )
+    if cached:
+        matched += (
+            f" UNION ALL SELECT sid, series_id, false FROM {series} "
+            "WHERE dcgm AND series_id IS NOT NULL"
+        )
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE {ids} AS {matched}")
     cur.execute(
         f"CREATE OR REPLACE TEMP TABLE {fresh} AS "
-        f"WITH ids AS (SELECT x.sid, min(r.series_id) AS series_id FROM {dcgm} "
-        f"  JOIN {telemetry.SERIES} r ON {telemetry.SAME_SERIES} GROUP BY x.sid), "
-        f"given AS (SELECT DISTINCT ON (ids.series_id, s.ts) ids.series_id, s.ts, s.value "
-        f"  FROM {samples} s JOIN ids USING (sid) ORDER BY ids.series_id, s.ts, s.n) "
+        f"WITH given AS (SELECT DISTINCT ON (ids.series_id, s.ts) ids.series_id, s.ts, s.value "
+        f"  FROM {samples} s JOIN {ids} ids USING (sid) ORDER BY ids.series_id, s.ts, s.n) "
         f"SELECT * FROM given g WHERE NOT EXISTS (SELECT 1 FROM {telemetry.SAMPLES} t "
         f"  WHERE t.series_id = g.series_id AND t.ts = g.ts "
         f"  AND t.ts BETWEEN (SELECT min(ts) FROM given) AND (SELECT max(ts) FROM given))"
@@ -104,9 +142,21 @@ def _store_gpu(cur: duckdb.DuckDBPyConnection, names: dict[str, str], batch_id: 
             )
             attribution.note_gpus(cur, known)
             attribution.note_labels(cur, str(batch_id))
+        resolved = cur.execute(f"SELECT sid, series_id FROM {ids} WHERE resolved").fetchall()
     finally:
         cur.execute(f"DROP TABLE IF EXISTS {fresh}")
-    return int(written)
+        cur.execute(f"DROP TABLE IF EXISTS {ids}")
+    return int(written), [(int(a), int(b)) for a, b in resolved]
+
+
+def _cached_ids_hold(cur: duckdb.DuckDBPyConnection, series: str) -> bool:
+    """Whether every series id the cache gave is still in the series dictionary."""
+    [(given, found)] = cur.execute(
+        f"SELECT (SELECT count(DISTINCT series_id) FROM {series}), "
+        f"(SELECT count(*) FROM {telemetry.SERIES} WHERE series_id IN "
+        f"(SELECT series_id FROM {series} WHERE series_id IS NOT NULL))"
+    ).fetchall()
+    return bool(given == found)
 
 
 def _store_other(cur: duckdb.DuckDBPyConnection, names: dict[str, str], batch_id: int) -> int:
