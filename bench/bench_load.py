@@ -16,6 +16,8 @@ The clients share this process (and its GIL) with the samplers, so on a small ma
 figures are the system's, client included.
 
 Run: .venv/bin/python bench/bench_load.py [--duration-s 300] [--http-clients 64] [--pg-clients 32]
+With `--live-feed [--gpus 10000 --interval-s 15]` it measures the remote_write feed instead:
+scrape-to-queryable lag and memory (bench/live_feed.py).
 """
 
 from __future__ import annotations
@@ -212,7 +214,20 @@ def main() -> None:
     parser.add_argument(
         "--memory-limit", default="1GB", help="the server's DuckDB memory limit (wanka serve's)"
     )
+    parser.add_argument(
+        "--live-feed",
+        action="store_true",
+        help="instead: remote_write a scrape of --gpus × 40 fields every --interval-s and "
+        "measure the lag from scrape to queryable (bench/live_feed.py)",
+    )
+    parser.add_argument("--interval-s", type=float, default=15.0)
+    parser.add_argument("--shards", type=int, default=8, help="--live-feed's connections")
     args = parser.parse_args()
+    if args.live_feed:
+        from live_feed import run_live_feed
+
+        run_live_feed(args.gpus, args.duration_s, args.interval_s, args.shards)
+        return
     batches = int(args.duration_s / args.ingest_every_s) + 1
     with tempfile.TemporaryDirectory(prefix="wanka-load-") as tmp:
         t0 = time.perf_counter()

@@ -177,8 +177,13 @@ class Engine:
             cur.close()
 
     def table_schema(self, table: str) -> pa.Schema:
-        """The Arrow schema of a table, read from the database (its DDL is the one source)."""
-        return table_schema(self.con, table)
+        """The Arrow schema of a table, read from the database (its DDL is the one source), on a
+        cursor of its own: the serve process asks from several threads at once."""
+        cur = self.cursor()
+        try:
+            return table_schema(cur, table)
+        finally:
+            cur.close()
 
     def insert_arrow(
         self, cur: duckdb.DuckDBPyConnection, table: str, data: pa.Table | pa.RecordBatchReader

@@ -84,6 +84,7 @@ class Server:
         self.auth_throttle = AuthThrottle()  # failed logins per address, both faces
         self._series_cache: Any = None  # remote_write's label sets seen (built on first use)
         self._group_commit: GroupCommit | None = None  # remote_write's writer (on first use)
+        self._remote_write_setup = threading.Lock()
 
     # -- users -------------------------------------------------------------------------------
 
@@ -219,12 +220,13 @@ class Server:
         from warehouse.remote_write import decode
 
         self.require(user, "writer", "remote_write")
-        if self._series_cache is None:
-            names = ModelNames(read_context(self.engine).model_names)
-            self._series_cache = decode.SeriesCache(names)
+        with self._remote_write_setup:  # the first requests arrive together (one per shard)
+            if self._series_cache is None:
+                names = ModelNames(read_context(self.engine).model_names)
+                self._series_cache = decode.SeriesCache(names)
+            if self._group_commit is None:
+                self._group_commit = GroupCommit(self._store_remote_write)
         rows = decode.decode(body, self._series_cache, decode.Limits())
-        if self._group_commit is None:
-            self._group_commit = GroupCommit(self._store_remote_write)
         try:
             return self._group_commit.submit(rows).result(timeout=self.limits.timeout_s * 3)
         except TimeoutError:

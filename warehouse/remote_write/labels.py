@@ -25,6 +25,8 @@ import re
 
 from warehouse.ingest.models import ModelNames
 
+#: One encoder for every label set (json.dumps with options builds an encoder per call).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 HOST_FROM = "__host__"  # in `labels`: the host column came from this label, not Hostname
 _PLAIN_INT = re.compile(r"0|[1-9][0-9]{0,9}")
 _PORT = re.compile(r"^(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:]*))(?::[0-9]+)?$")
@@ -54,7 +56,7 @@ def labels_json(pairs: dict[str, str]) -> str | None:
     """
     if not pairs:
         return None
-    return json.dumps(dict(sorted(pairs.items())), ensure_ascii=False, separators=(",", ":"))
+    return _ENCODE(dict(sorted(pairs.items())))
 
 
 #: (host, gpu, uuid, model, labels JSON) of a DCGM series.

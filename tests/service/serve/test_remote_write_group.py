@@ -71,3 +71,26 @@ def test_a_request_that_cannot_be_stored_fails_alone() -> None:
             assert isinstance(done.result(timeout=60), Stored)
     group.close()
     assert eng.con.execute("SELECT count(*) FROM gpu_metrics").fetchall() == [(6 * 50,)]
+
+
+def test_the_first_requests_arriving_together_all_store(tmp_path: object) -> None:
+    """A fresh server's first requests come one per Prometheus shard at once: the series cache
+    and the group commit are set up once, and every request is stored (was: 500s)."""
+    from pathlib import Path
+
+    from service.serve.server import Server
+    from warehouse.security.users import User
+
+    path = Path(str(tmp_path)) / "first.duckdb"
+    with Server(str(path)) as server:
+        writer = User("prom", "writer")
+        bodies = [
+            body([(dcgm_labels(h, g, "DCGM_FI_DEV_GPU_UTIL"), [(NOW, 1.0)]) for g in range(8)])
+            for h in range(16)
+        ]
+        with ThreadPoolExecutor(16) as pool:
+            stored = list(pool.map(lambda b: server.remote_write(writer, b), bodies))
+        assert len(stored) == 16
+        cur = server.engine.cursor()
+        assert cur.execute("SELECT count(*) FROM gpu_metrics").fetchall() == [(128,)]
+        cur.close()
