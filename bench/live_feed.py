@@ -103,7 +103,7 @@ def run_live_feed(gpus: int, duration_s: float, interval_s: float, shards: int) 
                     stamp_ms = int(time.time() * 1000)
                     new = b"\x10" + _varint(stamp_ms)
                     bodies = [bytes(cramjam.snappy.compress_raw(r.replace(old, new))) for r in raws]
-                    got = list(pool.map(lambda b: send(b, stamp_ms / 1000), bodies))
+                    got = list(pool.map(send, bodies, [stamp_ms / 1000] * len(bodies)))
                     lags += got
                     answer = admin.post(
                         "/v1/query",
