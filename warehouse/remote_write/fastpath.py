@@ -16,7 +16,7 @@ the upb path's `_Rows._resolve` only the first time those bytes are seen.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -24,7 +24,7 @@ from google.protobuf.message import DecodeError
 from warehouse.remote_write.messages import RawTimeSeries, SeriesBytes
 
 if TYPE_CHECKING:
-    from warehouse.remote_write.decode import Decoded, _Rows
+    from warehouse.remote_write.decode import Decoded, Series, _Rows
 
 _LABEL_TAG, _SAMPLE_TAG, _VALUE_TAG, _TS_TAG = 0x0A, 0x12, 0x09, 0x10
 _PAD = b"\x00" * 16
@@ -165,22 +165,26 @@ def _sample_fields(
 
 
 def _local_sids(blob: bytes, starts: np.ndarray, labels_end: np.ndarray, rows: _Rows) -> np.ndarray:
-    """Each series' sid in `rows`, resolving label sets not seen before."""
+    """Each series' sid in `rows`, resolving label sets not seen before. C-level maps over the
+    series: a steady feed finds every label set in the cache."""
     cache = rows.cache
-    known_raw = cache.known_raw
-    sids = np.empty(len(starts), np.int64)
-    local: dict[bytes, int] = {}
-    for index, (a, b) in enumerate(zip(starts.tolist(), labels_end.tolist(), strict=True)):
-        key = blob[a:b]
-        sid = local.get(key)
-        if sid is None:
-            found = known_raw.get(key)
-            if found is None:
+    count = len(starts)
+    keys = list(map(blob.__getitem__, map(slice, starts.tolist(), labels_end.tolist())))
+    distinct = list(dict.fromkeys(keys))  # first-seen order
+    found = list(map(cache.known_raw.get, distinct))
+    if any(hit is None for hit in found):
+        first: dict[bytes, int] = {}
+        for index, key in enumerate(keys):
+            first.setdefault(key, index)
+        for at, (key, hit) in enumerate(zip(distinct, found, strict=True)):
+            if hit is None:
                 labels = tuple(RawTimeSeries.FromString(key).labels)
-                found = cache.known.get(labels) or rows._resolve(index, labels)
+                hit = cache.known.get(labels) or rows._resolve(first[key], labels)
                 with cache.lock:
-                    known_raw[key] = found
-            sid = local[key] = len(rows.series)
-            rows.series.append(found)
-        sids[index] = sid
-    return sids
+                    cache.known_raw[key] = hit
+                found[at] = hit
+    rows.series.extend(cast("list[Series]", found))
+    if len(distinct) == count:  # each series once, as Prometheus sends them
+        return np.arange(count, dtype=np.int64)
+    position = dict(zip(distinct, range(len(distinct)), strict=True))
+    return np.fromiter(map(position.__getitem__, keys), np.int64, count)
