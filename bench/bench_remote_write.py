@@ -45,8 +45,9 @@ from warehouse.engine import Engine  # noqa: E402
 from warehouse.ingest import ingest_stream  # noqa: E402
 from warehouse.ingest.batch import read_context  # noqa: E402
 from warehouse.ingest.models import ModelNames  # noqa: E402
-from warehouse.remote_write.decode import Limits, SeriesCache, decode, merge  # noqa: E402
+from warehouse.remote_write.decode import decode, merge  # noqa: E402
 from warehouse.remote_write.messages import WriteRequest  # noqa: E402
+from warehouse.remote_write.rows import Limits, SeriesCache  # noqa: E402
 from warehouse.remote_write.store import store  # noqa: E402
 
 TARGET_PER_S = 400_000

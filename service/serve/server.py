@@ -217,18 +217,18 @@ class Server:
         write gate (serve/remote_write.py); what that transaction stored."""
         from warehouse.ingest.batch import read_context
         from warehouse.ingest.models import ModelNames
-        from warehouse.remote_write import decode
+        from warehouse.remote_write import decode, rows
 
         self.require(user, "writer", "remote_write")
         with self._remote_write_setup:  # the first requests arrive together (one per shard)
             if self._series_cache is None:
                 names = ModelNames(read_context(self.engine).model_names)
-                self._series_cache = decode.SeriesCache(names)
+                self._series_cache = rows.SeriesCache(names)
             if self._group_commit is None:
                 self._group_commit = GroupCommit(self._store_remote_write)
-        rows = decode.decode(body, self._series_cache, decode.Limits())
+        decoded = decode.decode(body, self._series_cache, rows.Limits())
         try:
-            return self._group_commit.submit(rows).result(timeout=self.limits.timeout_s * 3)
+            return self._group_commit.submit(decoded).result(timeout=self.limits.timeout_s * 3)
         except TimeoutError:
             raise WriterBusy(
                 f"the remote_write was not stored within {self.limits.timeout_s * 3:g} s"

@@ -1,5 +1,5 @@
 """The vectorised decode of a WriteRequest in the shape Prometheus sends, or None to have the
-upb path (`decode._Rows`) decode it instead.
+upb path (`rows.Rows`) decode it instead.
 
 Prometheus (Go's protobuf) writes every TimeSeries as its labels (field 1), then its samples
 (field 2), each Sample as `value` (field 1, fixed64) then `timestamp` (field 2, varint), a
@@ -11,7 +11,7 @@ return None, and the upb path, which reads any valid encoding and words every re
 the request. The two give the same rows (`tests/warehouse/remote_write/test_fastpath.py`).
 
 A series' key is the raw bytes of its label fields; a label set is decoded (and checked) by
-the upb path's `_Rows._resolve` only the first time those bytes are seen.
+the upb path's `Rows._resolve` only the first time those bytes are seen.
 """
 
 from __future__ import annotations
@@ -22,20 +22,20 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from warehouse.remote_write.messages import RawTimeSeries, SeriesBytes
+from warehouse.remote_write.rows import STALE_NAN_BITS, BadRequest, check_series_count
 
 if TYPE_CHECKING:
-    from warehouse.remote_write.decode import Decoded, Series, _Rows
+    from warehouse.remote_write.rows import Decoded, Rows, Series
 
 _LABEL_TAG, _SAMPLE_TAG, _VALUE_TAG, _TS_TAG = 0x0A, 0x12, 0x09, 0x10
 _PAD = b"\x00" * 16
-STALE_NAN_BITS = 0x7FF0000000000002
 
 
 class _NotCanonical(Exception):
     """The request is not in Prometheus's shape: the upb path decodes it."""
 
 
-def decode_fast(raw: bytes, rows: _Rows) -> Decoded | None:
+def decode_fast(raw: bytes, rows: Rows) -> Decoded | None:
     """The rows of the inflated WriteRequest `raw`, or None (see the module docstring)."""
     try:
         parts = SeriesBytes.FromString(raw).timeseries
@@ -47,9 +47,7 @@ def decode_fast(raw: bytes, rows: _Rows) -> Decoded | None:
         return None
 
 
-def _walk(parts: list[bytes], rows: _Rows) -> Decoded:
-    from warehouse.remote_write.decode import BadRequest, check_series_count
-
+def _walk(parts: list[bytes], rows: Rows) -> Decoded:
     count = len(parts)
     check_series_count(count, rows.limits)
     lengths = np.fromiter(map(len, parts), np.int64, count)
@@ -164,7 +162,7 @@ def _sample_fields(
     return values, bits, stamps
 
 
-def _local_sids(blob: bytes, starts: np.ndarray, labels_end: np.ndarray, rows: _Rows) -> np.ndarray:
+def _local_sids(blob: bytes, starts: np.ndarray, labels_end: np.ndarray, rows: Rows) -> np.ndarray:
     """Each series' sid in `rows`, resolving label sets not seen before. C-level maps over the
     series: a steady feed finds every label set in the cache."""
     cache = rows.cache

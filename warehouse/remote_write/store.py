@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from warehouse import attribution, telemetry
 from warehouse.engine import transaction
-from warehouse.remote_write.decode import Decoded, SeriesCache
+from warehouse.remote_write.rows import Decoded, SeriesCache
 
 
 @dataclass(frozen=True)

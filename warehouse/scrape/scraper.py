@@ -27,7 +27,7 @@ import httpx
 import numpy as np
 
 from warehouse.ingest.models import ModelNames
-from warehouse.remote_write.decode import Decoded, Series, assemble, series_of
+from warehouse.remote_write.rows import Decoded, Series, assemble, series_of
 from warehouse.scrape.exposition import BadScrape, Scraped, SeriesKey, parse
 from warehouse.scrape.targets import Target
 

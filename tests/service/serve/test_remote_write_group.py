@@ -13,7 +13,8 @@ from tests.warehouse.remote_write.support import body, dcgm_labels
 from warehouse.engine import Engine
 from warehouse.ingest.batch import read_context
 from warehouse.ingest.models import ModelNames
-from warehouse.remote_write.decode import Decoded, Limits, SeriesCache, decode
+from warehouse.remote_write.decode import decode
+from warehouse.remote_write.rows import Decoded, Limits, SeriesCache
 from warehouse.remote_write.store import Stored, store
 
 NOW = int(time.time() * 1000)

@@ -15,36 +15,37 @@ from tests.warehouse.remote_write.support import STALE, dcgm_labels
 from warehouse.ingest.models import ModelNames
 from warehouse.remote_write import decode as d
 from warehouse.remote_write import fastpath
+from warehouse.remote_write import rows as r
 from warehouse.remote_write.messages import RawWriteRequest, WriteRequest
 
 NOW = int(time.time() * 1000)
 
 
-def both(raw: bytes) -> tuple[d.Decoded | None, d.Decoded | BaseException]:
+def both(raw: bytes) -> tuple[r.Decoded | None, r.Decoded | BaseException]:
     """(the fast path's rows or None, the upb path's rows or its error) for `raw`."""
-    limits, window = d.Limits(), (NOW - 86_400_000, NOW + 3_600_000)
-    fast_cache, slow_cache = d.SeriesCache(ModelNames({})), d.SeriesCache(ModelNames({}))
+    limits, window = r.Limits(), (NOW - 86_400_000, NOW + 3_600_000)
+    fast_cache, slow_cache = r.SeriesCache(ModelNames({})), r.SeriesCache(ModelNames({}))
     try:
-        fast = fastpath.decode_fast(raw, d._Rows(fast_cache, limits, *window))
-    except d.BadRequest as error:
+        fast = fastpath.decode_fast(raw, r.Rows(fast_cache, limits, *window))
+    except r.BadRequest as error:
         fast = None
         fast_error: BaseException | None = error
     else:
         fast_error = None
     try:
         request = RawWriteRequest.FromString(raw)
-        rows = d._Rows(slow_cache, limits, *window)
+        rows = r.Rows(slow_cache, limits, *window)
         for index, one in enumerate(request.timeseries):
             rows.add(index, one)
-        slow: d.Decoded | BaseException = rows.finish()
-    except (d.BadRequest, DecodeError) as error:
+        slow: r.Decoded | BaseException = rows.finish()
+    except (r.BadRequest, DecodeError) as error:
         slow = error
     if fast_error is not None:
-        assert isinstance(slow, d.BadRequest), (fast_error, slow)
+        assert isinstance(slow, r.BadRequest), (fast_error, slow)
     return fast, slow
 
 
-def table(rows: d.Decoded) -> tuple[list[Any], ...]:
+def table(rows: r.Decoded) -> tuple[list[Any], ...]:
     """The rows as comparable lists: each sample with its series' columns."""
     series = rows.series.drop(["series_id"]).sort_by("sid")
     by_sid = {r["sid"]: tuple(v for k, v in r.items() if k != "sid") for r in series.to_pylist()}
@@ -111,7 +112,7 @@ def test_exemplars_and_histograms_are_left_to_the_upb_path() -> None:
     raw = request.SerializeToString()
     assert both(raw)[0] is None
     rows = d.decode(
-        bytes(cramjam.snappy.compress_raw(raw)), d.SeriesCache(ModelNames({})), d.Limits()
+        bytes(cramjam.snappy.compress_raw(raw)), r.SeriesCache(ModelNames({})), r.Limits()
     )
     assert (rows.histograms, rows.samples.num_rows) == (1, 1)
     assert isinstance(rows.samples, pa.Table)

@@ -13,7 +13,8 @@ from warehouse.engine import Engine
 from warehouse.ingest.batch import read_context
 from warehouse.ingest.models import ModelNames
 from warehouse.remote_write import labels as mapping
-from warehouse.remote_write.decode import BadRequest, Limits, SeriesCache, decode, merge
+from warehouse.remote_write.decode import decode, merge
+from warehouse.remote_write.rows import BadRequest, Limits, SeriesCache
 from warehouse.remote_write.store import store
 
 NOW = int(time.time() * 1000)
@@ -80,6 +81,22 @@ def test_other_series_and_staleness_markers(eng: Engine) -> None:
     # a NaN that is not the marker is a value
     nan = body([(up, [(NOW + 30_000, float("nan"))])])
     assert store(eng.cursor(), decode(nan, cache_of(eng), Limits())).other == 1
+
+
+def test_a_series_the_cache_knows_ends_with_its_labels(eng: Engine) -> None:
+    """The second request of a steady feed sends a cached series' id, not its labels; its
+    staleness marker is still stored by metric and labels (the CI failure of 2026-12-03)."""
+    cache = cache_of(eng)
+    gone = dcgm_labels(2, 1, "DCGM_FI_DEV_GPU_UTIL")
+    store(eng.cursor(), decode(body([(gone, [(NOW, 7.0)])]), cache, Limits()), cache=cache)
+    ended = decode(body([(gone, [(NOW + 15_000, 8.0), (NOW + 30_000, STALE)])]), cache, Limits())
+    assert ended.series["series_id"].null_count == 0  # sent by id
+    done = store(eng.cursor(), ended, cache=cache)
+    assert (done.gpu, done.stale) == (1, 1)
+    [(metric, labels)] = eng.con.execute(
+        "SELECT metric, labels FROM wanka.stale_markers"
+    ).fetchall()
+    assert metric == "DCGM_FI_DEV_GPU_UTIL" and '"Hostname":"node002"' in labels
 
 
 @settings(
