@@ -1,0 +1,52 @@
+"""Prometheus's JSON for a query's rows: `data` of the query API's envelope.
+
+Values are strings as Go's strconv.FormatFloat(v, 'f', -1, 64) writes them (shortest digits
+that round-trip, never an exponent; NaN, +Inf, -Inf); timestamps are seconds, a whole number
+when the millisecond part is zero, as Prometheus's jsonutil writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from warehouse.promql.evaluate import Compiled
+
+
+def value_text(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return str(np.format_float_positional(value, unique=True, trim="-"))
+
+
+def seconds(ms: int) -> float | int:
+    return ms // 1000 if ms % 1000 == 0 else ms / 1000
+
+
+def data(compiled: Compiled, rows: Iterable[tuple[Any, ...]]) -> dict[str, Any]:
+    """`{"resultType": ..., "result": ...}` from the rows `compiled.sql` returned."""
+    grid = compiled.grid
+    if compiled.kind == "string":
+        return {"resultType": "string", "result": [seconds(grid.start_ms), compiled.text or ""]}
+    if compiled.kind == "scalar":
+        found = {int(k): v for k, v in rows}
+        return {
+            "resultType": "scalar",
+            "result": [seconds(grid.start_ms), value_text(found.get(0))],
+        }
+    result = []
+    for labels, ks, vs in rows:
+        metric = json.loads(labels) if labels else {}
+        if compiled.kind == "vector":
+            result.append({"metric": metric, "value": [seconds(grid.start_ms), value_text(vs[0])]})
+            continue
+        times = ks if compiled.raw else [grid.start_ms + int(k) * grid.step_ms for k in ks]
+        values = [[seconds(int(t)), value_text(v)] for t, v in zip(times, vs, strict=True)]
+        result.append({"metric": metric, "values": values})
+    return {"resultType": compiled.kind, "result": result}
