@@ -16,6 +16,7 @@ from service.http import (
     quick,
     routes_catalog,
     routes_ingest,
+    routes_prom,
     routes_promwrite,
     routes_query,
     routes_web,
@@ -65,6 +66,7 @@ def create_app(server: Server, *, open_locally: bool = False, pgwire: bool = Fal
         routes_catalog.router,
         routes_ingest.router,
         routes_promwrite.router,
+        routes_prom.router,
     ):
         app.include_router(router)
     app.include_router(routes_web.router)  # the browser face: /, /report, /v1/analyses

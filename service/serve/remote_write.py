@@ -17,7 +17,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from warehouse.remote_write.decode import Decoded, merge
+from warehouse.remote_write.decode import merge
+from warehouse.remote_write.rows import Decoded
 
 MAX_GROUP_SAMPLES = 500_000
 

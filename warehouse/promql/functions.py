@@ -252,6 +252,12 @@ def _label_replace(args: list[Any], ctx: Context) -> Value:
     pattern = _string_arg(args, 4, ctx, "label_replace's regex")
     if not _LABEL_NAME.fullmatch(dst):
         raise PromQLError(f"invalid destination label name in label_replace(): {dst}")
+    try:
+        re.compile(pattern)
+    except re.error:
+        raise PromQLError(
+            f"invalid regular expression in label_replace(): {pattern}", "execution"
+        ) from None
     anchored = text(f"^(?:{pattern})$")
     got = f"coalesce(labels[{text(src)}], '')"
     value = f"regexp_replace({got}, {anchored}, {text(_expand(replacement, pattern))})"

@@ -29,6 +29,11 @@ def seconds(ms: int) -> float | int:
     return ms // 1000 if ms % 1000 == 0 else ms / 1000
 
 
+def labels(text: str | None) -> dict[str, str]:
+    """A series' labels from the JSON object its row holds."""
+    return dict(json.loads(text)) if text else {}
+
+
 def data(compiled: Compiled, rows: Iterable[tuple[Any, ...]]) -> dict[str, Any]:
     """`{"resultType": ..., "result": ...}` from the rows `compiled.sql` returned."""
     grid = compiled.grid
@@ -40,9 +45,9 @@ def data(compiled: Compiled, rows: Iterable[tuple[Any, ...]]) -> dict[str, Any]:
             "resultType": "scalar",
             "result": [seconds(grid.start_ms), value_text(found.get(0))],
         }
-    result = []
-    for labels, ks, vs in rows:
-        metric = json.loads(labels) if labels else {}
+    result: list[dict[str, Any]] = []
+    for text, ks, vs in rows:
+        metric = labels(text)
         if compiled.kind == "vector":
             result.append({"metric": metric, "value": [seconds(grid.start_ms), value_text(vs[0])]})
             continue
