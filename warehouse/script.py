@@ -8,6 +8,9 @@ are recognised by their leading tokens (sqlglot's tokenizer, looked at only when
 process's write gate asks it whether it writes, `warehouse.query.execute` runs DuckDB's parsed
 statements and `warehouse.dynamic.statements` runs ours.
 
+A call of the PromQL table functions (`promql_range`, `promql_query`) is expanded into its
+SQL first (`warehouse.promql.sql_function`), so everything after sees plain SQL.
+
 A parse depends on the text alone, so scripts are kept (least recently used, 4,096): a
 dashboard's repeated query costs a dictionary lookup before it runs.
 """
@@ -26,6 +29,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from warehouse.errors import UserError, one_line
+from warehouse.promql import sql_function
 from warehouse.reads import Reads, explained, leading_words, select_reads, statement_reads
 
 DYNAMIC_VERBS = ("CREATE", "ALTER", "REFRESH", "DROP")
@@ -108,6 +112,11 @@ def parse(cur: duckdb.DuckDBPyConnection, sql: str) -> Script:
 
     `cur` is any cursor of the database: DuckDB parses and serialises SELECT trees on it.
     """
+    if sql_function.mentions(sql) and not is_dynamic(sql):
+        # promql_range(...) holds its times (now() among them): expanded each time, not kept
+        expanded = sql_function.expand(cur, sql)
+        if expanded != sql:
+            return Script(expanded, tuple(_statements(cur, expanded)))
     with _CACHE_LOCK:
         hit = _CACHE.get(sql)
         if hit is not None:

@@ -21,6 +21,7 @@ from warehouse import telemetry
 from warehouse.dynamic.plan import state_table
 from warehouse.dynamic.plan.joins import changes_table
 from warehouse.dynamic.plan.kinds import Aggregate, Append, Full, Groups, Plan, Recompute
+from warehouse.promql import sql_function
 from warehouse.tables import TRACKED
 
 
@@ -35,14 +36,14 @@ class Step:
         """Run it with those of `values` it binds; the first value of its result as an int
         (the rows a DML statement changed, or a count)."""
         given = {k: v for k, v in values.items() if k in self.params}
-        rows = (
-            cur.execute(self.sql, given).fetchall() if given else cur.execute(self.sql).fetchall()
-        )
+        sql = sql_function.expand(cur, self.sql)  # a PromQL call: its times are taken now
+        rows = cur.execute(sql, given).fetchall() if given else cur.execute(sql).fetchall()
         return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
     def row(self, cur: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> dict[str, Any]:
         """Its one result row as a dict of column name to value."""
-        result = cur.execute(self.sql, {k: v for k, v in values.items() if k in self.params})
+        sql = sql_function.expand(cur, self.sql)
+        result = cur.execute(sql, {k: v for k, v in values.items() if k in self.params})
         names = [d[0] for d in result.description]
         return dict(zip(names, result.fetchall()[0], strict=True))
 

@@ -19,6 +19,7 @@ from warehouse.dynamic.refresh import refresh
 from warehouse.engine import transaction
 from warehouse.engines.portable import spark_columns
 from warehouse.errors import UserError
+from warehouse.promql import sql_function
 from warehouse.script import DynamicStatement
 
 
@@ -103,7 +104,8 @@ def create(cur: duckdb.DuckDBPyConnection, tree: exp.Create) -> pa.Table:
             return _row("exists", name, None, None)
         raise UserError(f"dynamic table {name} already exists")
     try:
-        cur.execute(f"SELECT * FROM ({tree.expression.sql('duckdb')}) LIMIT 0").fetchall()
+        query = sql_function.expand(cur, tree.expression.sql("duckdb"))
+        cur.execute(f"SELECT * FROM ({query}) LIMIT 0").fetchall()
     except duckdb.Error as error:
         raise UserError(f"the query of dynamic table {name} fails: {error}") from None
     plan = plan_query(tree.expression, name, cur, catalog.names(cur), mode=mode)
@@ -112,7 +114,7 @@ def create(cur: duckdb.DuckDBPyConnection, tree: exp.Create) -> pa.Table:
     try:
         with transaction(cur):
             for ddl in dml.create_tables(name, plan):
-                cur.execute(ddl)
+                cur.execute(sql_function.expand(cur, ddl))
             for source in plan.sources:
                 if source in catalog.names(cur):
                     chain.track(cur, source)

@@ -25,7 +25,10 @@ from warehouse.dynamic.plan.kinds import Aggregate, Append, Full, Groups, Plan, 
 from warehouse.dynamic.plan.merge import merge
 from warehouse.dynamic.plan.normalize import normalize_group_by
 from warehouse.dynamic.plan.shape import classify, source_tables
+from warehouse.promql import sql_function
 from warehouse.tables import TRACKED
+
+_PROMQL = "a PromQL table function (promql_range, promql_query) is evaluated afresh at each refresh"
 
 __all__ = ["Aggregate", "Append", "Full", "Groups", "Plan", "Recompute", "plan_query"]
 
@@ -56,6 +59,9 @@ def plan_query(
     sources = tuple(source_tables(select))
     if mode == "full":
         return Full(sources, query, "refresh_mode = 'full' was asked for")
+    if sql_function.calls(query):  # it reads the samples: a refresh follows their arrival
+        read = tuple(dict.fromkeys([*sources, "gpu_metrics", "prom_samples"]))
+        return Full(read, query, _PROMQL)
     if not isinstance(select, exp.Select):
         set_op = "set operations (UNION, EXCEPT, INTERSECT) are refreshed fully for now"
         return Full(sources, query, set_op)
