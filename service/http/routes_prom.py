@@ -12,6 +12,7 @@ row cap as `/v1/query` (a series is a row).
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from datetime import datetime
@@ -20,7 +21,7 @@ from typing import Annotated, Any
 
 import promql_parser as pp
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from service.http.auth import current_user
 from service.http.workers import off_loop
@@ -48,7 +49,12 @@ def bad(message: str) -> ApiError:
     return ApiError("bad_data", message, 400)
 
 
-def envelope(data: Any, warnings: list[str] | None = None) -> JSONResponse:
+def envelope(data: Any, warnings: list[str] | None = None) -> Response:
+    """Prometheus's success envelope; `data` may be JSON bytes already (a matrix)."""
+    if isinstance(data, bytes):
+        tail = f',"warnings":{json.dumps(warnings)}}}' if warnings else "}"
+        return Response(b'{"status":"success","data":' + data + tail.encode(),
+                        media_type="application/json")  # fmt: skip
     body: dict[str, Any] = {"status": "success", "data": data}
     if warnings:
         body["warnings"] = warnings
@@ -156,10 +162,10 @@ def _message(text: str) -> str:
 
 
 def _answer(server: Server, user: User, compiled: Compiled, timeout_s: float | None) -> Any:
-    return render.data(compiled, run_rows(server, user, compiled.sql, timeout_s))
+    return render.answer(compiled, lambda sql: run_rows(server, user, sql, timeout_s))
 
 
-async def _handle(request: Request, work: Any, *args: Any) -> JSONResponse:
+async def _handle(request: Request, work: Any, *args: Any) -> Response:
     try:
         given = await params(request)
         return envelope(await work(request, given, *args))

@@ -29,6 +29,9 @@ class Compiled:
     grid: Grid
     raw: bool = False  # rows hold sample times (a range vector selector at an instant)
     text: str | None = None  # the value of a string result
+    #: A matrix's rows as JSON text made by DuckDB: (labels JSON, the `values` array's
+    #: points), so a large answer is not built point by point in Python (`render.data_json`)
+    json_sql: str | None = None
 
 
 def instant(expression: str, time_ms: int, lookback_ms: int = LOOKBACK_MS) -> Compiled:
@@ -60,7 +63,8 @@ def range_query(
             "Try decreasing the query resolution (?step=XX)"
         )
     tree = translate.parse(expression)
-    compiled = _compile(tree, Grid(start_ms, end_ms, step_ms), lookback_ms)
+    grid = Grid(start_ms, end_ms, step_ms)
+    compiled = _compile(tree, grid, lookback_ms)
     if compiled.kind == "string":
         raise PromQLError(
             'invalid expression type "string" for range query, must be Scalar or instant Vector'
@@ -71,7 +75,7 @@ def range_query(
             f"FROM ({compiled.sql})"
         )
         return Compiled(sql, "matrix", compiled.grid)
-    return Compiled(compiled.sql, "matrix", compiled.grid)
+    return Compiled(compiled.sql, "matrix", grid, json_sql=compiled.json_sql)
 
 
 def _compile(tree: Any, grid: Grid, lookback_ms: int) -> Compiled:
@@ -91,16 +95,62 @@ def _compile(tree: Any, grid: Grid, lookback_ms: int) -> Compiled:
         return Compiled(plan.query(f"SELECT k, v FROM {value.points} ORDER BY k"), "scalar", grid)
     if not isinstance(value, Vector):
         raise PromQLError("the expression has no value")
-    return Compiled(plan.query(_series_rows(value)), "vector", grid)
+    rows = plan.query(_series_rows(value, "list(p.k ORDER BY p.k) AS ks,\n  "
+                                   "list(p.v ORDER BY p.k) AS vs"))  # fmt: skip
+    return Compiled(rows, "vector", grid, json_sql=_json_rows(plan, value))
 
 
-def _series_rows(value: Vector) -> str:
+def _series_rows(value: Vector, columns: str) -> str:
     return (
-        f"SELECT to_json(s.labels)::VARCHAR AS labels, list(p.k ORDER BY p.k) AS ks,\n"
-        f"  list(p.v ORDER BY p.k) AS vs\n"
+        f"SELECT to_json(s.labels)::VARCHAR AS labels, {columns}\n"
         f"FROM {value.points} p JOIN {value.series} s USING (sid)\n"
         f"GROUP BY s.labels ORDER BY labels"  # one label set over steps is one series
     )
+
+
+def _json_rows(plan: Plan, value: Vector) -> str:
+    """(labels JSON, points JSON) per series. The points are joined into text per sid before
+    the labels are looked at (grouping 10,000 ids, not millions of label maps); the few sids
+    whose label set another sid shares are one series, their points merged in step order."""
+    texts = plan.add(
+        "text",
+        f"SELECT sid, k, {_point_json(plan.grid)} AS pt\n"
+        f"FROM (SELECT sid, k, v, CAST(v AS VARCHAR) AS d FROM {value.points}) p",
+    )
+    by_sid = plan.add(
+        "bysid",
+        f"SELECT b.sid, s.labels, b.points, count(*) OVER (PARTITION BY s.labels) AS n\n"
+        f"FROM (SELECT sid, string_agg(pt, ',' ORDER BY k) AS points FROM {texts} GROUP BY sid) b\n"
+        f"JOIN {value.series} s USING (sid)",
+    )
+    return plan.query(
+        f"SELECT to_json(labels)::VARCHAR AS labels, points FROM {by_sid} WHERE n = 1\n"
+        f"UNION ALL\n"
+        f"SELECT to_json(s.labels)::VARCHAR, string_agg(t.pt, ',' ORDER BY t.k)\n"
+        f"FROM {texts} t JOIN (SELECT sid, labels FROM {by_sid} WHERE n > 1) s USING (sid)\n"
+        f"GROUP BY s.labels ORDER BY labels"
+    )
+
+
+def _point_json(grid: Grid) -> str:
+    """`[<seconds>,"<value>"]` of a point p (k, v, d: v as DuckDB writes it), as Prometheus
+    writes it: seconds a whole number
+    when whole; the value as Go's FormatFloat(v, 'f', -1) except where DuckDB's shortest
+    digits take an exponent (below 1e-4, from 1e16), which `render.data_json` rewrites."""
+    if grid.start_ms % 1000 == 0 and grid.step_ms % 1000 == 0:
+        at = f"CAST({grid.start_ms // 1000} + p.k * {grid.step_ms // 1000} AS VARCHAR)"
+    else:
+        t = grid.t("p.k")
+        at = (
+            f"CASE WHEN {t} % 1000 = 0 THEN CAST({t} // 1000 AS VARCHAR) "
+            f"ELSE CAST({t} / 1000.0 AS VARCHAR) END"
+        )
+    value = (
+        "CASE WHEN isnan(p.v) THEN 'NaN' WHEN isinf(p.v) THEN "
+        "CASE WHEN p.v > 0 THEN '+Inf' ELSE '-Inf' END "
+        "WHEN suffix(p.d, '.0') THEN p.d[:-3] ELSE p.d END"
+    )
+    return f"'[' || {at} || ',\"' || {value} || '\"]'"
 
 
 def _order(tree: Any) -> str | None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -55,3 +56,30 @@ def data(compiled: Compiled, rows: Iterable[tuple[Any, ...]]) -> dict[str, Any]:
         values = [[seconds(int(t)), value_text(v)] for t, v in zip(times, vs, strict=True)]
         result.append({"metric": metric, "values": values})
     return {"resultType": compiled.kind, "result": result}
+
+
+#: A value DuckDB wrote with an exponent ("1e-07", "1.5e+16"): Go writes those positionally.
+_EXPONENT = re.compile(r'"(-?[0-9.]+e[-+][0-9]+)"')
+
+
+def _positional(found: re.Match[str]) -> str:
+    return f'"{value_text(float(found.group(1)))}"'
+
+
+def data_json(rows: Iterable[tuple[str, str]]) -> bytes:
+    """`data` of a matrix answer as JSON bytes, from `Compiled.json_sql`'s rows: each series'
+    labels and its points already written by DuckDB."""
+    parts = []
+    for text, points in rows:
+        if "e" in points:
+            points = _EXPONENT.sub(_positional, points)
+        parts.append(f'{{"metric":{text},"values":[{points}]}}')
+    return ('{"resultType":"matrix","result":[' + ",".join(parts) + "]}").encode()
+
+
+def answer(compiled: Compiled, rows_of: Callable[[str], Iterable[Any]]) -> dict[str, Any] | bytes:
+    """`data` of the answer to `compiled`, `rows_of(sql)` running its SQL: JSON bytes for a
+    matrix of series (DuckDB writes the points), else a dict."""
+    if compiled.kind == "matrix" and compiled.json_sql is not None:
+        return data_json(rows_of(compiled.json_sql))
+    return data(compiled, rows_of(compiled.sql))

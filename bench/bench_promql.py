@@ -1,0 +1,336 @@
+"""NVIDIA's dcgm-exporter Grafana dashboard on wanka and on a real Prometheus 2.42, same samples.
+
+Run: `.venv/bin/python bench/bench_promql.py [--gpus 10000] [--hours 6] [--repeat 3]`.
+
+The samples: GPUs on 8-GPU nodes, each with dcgm-exporter's label set, the dashboard's six
+fields scraped every 60 s for `--hours`, ending now. Both stores get the same remote_write
+requests (snappy protobuf, a half hour of samples per series entry, in time order so that
+Prometheus's head takes them all): Prometheus through its remote-write receiver, wanka through
+its remote_write decode and store into the database that `wanka serve` then serves. Prometheus
+is given time to compact its head as a live one would have.
+
+Then Grafana's requests, over HTTP to both: the template variables
+(`label_values(DCGM_FI_DEV_GPU_TEMP, instance)` and `..., gpu)` as /api/v1/label/*/values),
+every panel with the variables set to All as Grafana expands them (a regex of every value),
+as `query_range` over the whole span at a 60 s step. Each is timed from request to the last
+byte of the answer, the two servers alternating, `--repeat` times; the table prints medians,
+wanka's time over Prometheus's, and whether the answers are equal (the same series, labels,
+timestamps, values within 1e-9 relative).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cramjam
+import httpx
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.serving import free_port, start_server, wanka
+from warehouse.engine import Engine
+from warehouse.ingest.batch import read_context
+from warehouse.ingest.models import ModelNames
+from warehouse.remote_write.decode import decode
+from warehouse.remote_write.messages import WriteRequest
+from warehouse.remote_write.rows import Limits, SeriesCache
+from warehouse.remote_write.store import store
+
+REPO = Path(__file__).resolve().parents[1]
+DASHBOARD = REPO.parent / "shared" / "data" / "grafana" / "dcgm-exporter-dashboard.json"
+GPUS_PER_NODE = 8
+SCRAPE_S = 60
+SLICE_STEPS = 30  # samples per series entry of a request: half an hour
+SERIES_PER_REQUEST = 2_000
+FIELDS = (
+    "DCGM_FI_DEV_GPU_TEMP",
+    "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_SM_CLOCK",
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_FB_USED",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+)
+USER, PASSWORD = "grafana", "bench-reader-pw"
+
+
+def labels_of(gpu: int, field: str) -> list[tuple[str, str]]:
+    """dcgm-exporter's labels, as Prometheus stores them after scraping it (sorted)."""
+    node, index = divmod(gpu, GPUS_PER_NODE)
+    found = {
+        "__name__": field,
+        "DCGM_FI_DRIVER_VERSION": "550.54.15",
+        "Hostname": f"gpu-{node:05d}",
+        "UUID": f"GPU-{node:08x}-{index:04x}-11ef-9b2f-0242ac120002",
+        "device": f"nvidia{index}",
+        "gpu": str(index),
+        "instance": f"10.{node >> 16 & 255}.{node >> 8 & 255}.{node & 255}:9400",
+        "job": "dcgm-exporter",
+        "modelName": "NVIDIA H100 80GB HBM3",
+        "pci_bus_id": f"00000000:{0x18 + index * 0x10:02X}:00.0",
+    }
+    return sorted(found.items())
+
+
+def values_of(gpus: int, steps: int, seed: int = 11) -> dict[str, np.ndarray]:
+    """(steps, gpus) values per field: utilisation that drifts, the rest following it."""
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0, 100, gpus)
+    drift = np.cumsum(rng.normal(0, 4, (steps, gpus)), axis=0)
+    util = np.clip(np.round(base + drift), 0, 100)
+    tensor = np.round(np.clip(util / 100 * rng.uniform(0.2, 0.9, gpus), 0, 1), 6)
+    return {
+        "DCGM_FI_DEV_GPU_UTIL": util,
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": tensor,
+        "DCGM_FI_DEV_GPU_TEMP": np.round(32 + util * 0.45 + rng.normal(0, 1, (steps, gpus))),
+        "DCGM_FI_DEV_POWER_USAGE": np.round(70 + util * 6.2 + rng.normal(0, 8, (steps, gpus)), 3),
+        "DCGM_FI_DEV_SM_CLOCK": np.where(util > 5, 1980.0, 345.0),
+        "DCGM_FI_DEV_FB_USED": np.round(util * 780 + 512),
+    }
+
+
+def requests(gpus: int, steps: int, start_ms: int) -> Iterator[tuple[int, bytes]]:
+    """(samples, body) of every remote_write request, in time order."""
+    values = values_of(gpus, steps)
+    series = [(field, gpu) for field in FIELDS for gpu in range(gpus)]
+    labels = {key: labels_of(key[1], key[0]) for key in series}
+    for k0 in range(0, steps, SLICE_STEPS):
+        k1 = min(steps, k0 + SLICE_STEPS)
+        times = [start_ms + k * SCRAPE_S * 1000 for k in range(k0, k1)]
+        for i in range(0, len(series), SERIES_PER_REQUEST):
+            request = WriteRequest()
+            for field, gpu in series[i : i + SERIES_PER_REQUEST]:
+                entry = request.timeseries.add()
+                for name, value in labels[(field, gpu)]:
+                    entry.labels.add(name=name, value=value)
+                column = values[field][k0:k1, gpu].tolist()
+                for ts, value in zip(times, column, strict=True):
+                    entry.samples.add(timestamp=ts, value=value)
+            samples = len(request.timeseries) * (k1 - k0)
+            yield samples, bytes(cramjam.snappy.compress_raw(request.SerializeToString()))
+
+
+def start_prometheus(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+    config = folder / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            "prometheus",
+            f"--config.file={config}",
+            f"--storage.tsdb.path={folder / 'tsdb'}",
+            "--storage.tsdb.retention.time=30d",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--web.enable-remote-write-receiver",
+            "--query.max-samples=500000000",
+            "--log.level=warn",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(folder / "prometheus.log").open("wb"),
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)  # polling its readiness, not timing anything
+    process.kill()
+    raise SystemExit("prometheus did not start")
+
+
+def load(db: str, prometheus: str, gpus: int, steps: int, start_ms: int) -> dict[str, float]:
+    """Every request to both; seconds each took in all, and the samples."""
+    engine = Engine(db)
+    cache = SeriesCache(ModelNames(read_context(engine).model_names))
+    cur = engine.cursor()
+    limits = Limits()
+    took = {"prometheus": 0.0, "wanka": 0.0, "samples": 0.0}
+    headers = {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf",
+               "X-Prometheus-Remote-Write-Version": "0.1.0"}  # fmt: skip
+    with httpx.Client(timeout=120) as client:
+        for samples, body in requests(gpus, steps, start_ms):
+            t0 = time.perf_counter()
+            answer = client.post(f"{prometheus}/api/v1/write", content=body, headers=headers)
+            t1 = time.perf_counter()
+            if answer.status_code != 204:
+                raise SystemExit(
+                    f"prometheus refused a request: {answer.status_code} {answer.text}"
+                )
+            store(cur, decode(body, cache, limits), cache=cache)
+            took["prometheus"] += t1 - t0
+            took["wanka"] += time.perf_counter() - t1
+            took["samples"] += samples
+    cur.close()
+    engine.close()
+    return took
+
+
+def settle(prometheus: str, span_ms: int, timeout_s: float = 240) -> str:
+    """Wait until Prometheus has compacted what a live server would have (head ≤ 3 h)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stats = httpx.get(f"{prometheus}/api/v1/status/tsdb", timeout=30).json()["data"]
+        head = stats["headStats"]
+        held_h = (int(head["maxTime"]) - int(head["minTime"])) / 3_600_000
+        if span_ms <= 3 * 3_600_000 or held_h <= 3.01 or time.monotonic() > deadline:
+            return f"head holds {held_h:.1f} h, {head['numSeries']:,} series"
+        time.sleep(2)  # waiting for its compaction loop, not timing anything
+
+
+def grafana_regex(values: list[str]) -> str:
+    """A multi-value variable set to All as Grafana writes it into PromQL."""
+    escaped = [re.sub(r"([\\^$*+?.()|{}\[\]])", r"\\\\\1", v) for v in values]
+    return "(" + "|".join(escaped) + ")" if len(escaped) > 1 else escaped[0]
+
+
+def timed_get(client: httpx.Client, url: str, params: dict[str, Any]) -> tuple[float, bytes]:
+    t0 = time.perf_counter()
+    answer = client.get(url, params=params)
+    body = answer.content
+    took = time.perf_counter() - t0
+    if answer.status_code != 200:
+        raise SystemExit(
+            f"{url} {params.get('query', '')[:80]}: {answer.status_code} {body[:300]!r}"
+        )
+    return took, body
+
+
+def same(ours: bytes, theirs: bytes) -> str:
+    """'yes', or what differs between two query API answers."""
+    a, b = json.loads(ours)["data"], json.loads(theirs)["data"]
+    if isinstance(a, list):
+        return "yes" if sorted(a) == sorted(b) else f"values differ ({len(a)} vs {len(b)})"
+    mine = {json.dumps(s["metric"], sort_keys=True): s["values"] for s in a["result"]}
+    ref = {json.dumps(s["metric"], sort_keys=True): s["values"] for s in b["result"]}
+    if mine.keys() != ref.keys():
+        return f"series differ ({len(mine)} vs {len(ref)})"
+    for key, points in mine.items():
+        other = ref[key]
+        if [p[0] for p in points] != [p[0] for p in other]:
+            return f"timestamps differ in {key}"
+        for (_, x), (_, y) in zip(points, other, strict=True):
+            if x != y and not np.isclose(float(x), float(y), rtol=1e-9, atol=0):
+                return f"value {x} vs {y} in {key}"
+    return "yes"
+
+
+def requests_of_dashboard(
+    client: httpx.Client, prometheus: str, start_s: int, end_s: int
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, path, params) of Grafana's requests: variables, then the panels expanded."""
+    board = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    asked: list[tuple[str, str, dict[str, Any]]] = []
+    regex: dict[str, str] = {}
+    window = {"start": start_s, "end": end_s}
+    for variable in board["templating"]["list"]:
+        found = re.fullmatch(r"label_values\((\w+),\s*(\w+)\)", variable.get("query") or "")
+        if found:
+            metric, label = found.groups()
+            path = f"/api/v1/label/{label}/values"
+            params = {"match[]": metric, **window}
+            asked.append((f"variable ${variable['name']}", path, params))
+            values = client.get(f"{prometheus}{path}", params=params).json()["data"]
+            regex[variable["name"]] = grafana_regex(values)
+    for panel in board["panels"]:
+        for target in panel.get("targets", []):
+            expression = target["expr"]
+            for name, pattern in regex.items():
+                expression = expression.replace(f"${name}", pattern)
+            params = {"query": expression, **window, "step": SCRAPE_S}
+            asked.append((panel["title"], "/api/v1/query_range", params))
+    return asked
+
+
+def measure(
+    asked: list[tuple[str, str, dict[str, Any]]], ours: str, theirs: str, repeat: int
+) -> list[tuple[str, float, float, str, int]]:
+    found = []
+    auth = (USER, PASSWORD)
+    with httpx.Client(timeout=600, auth=auth) as mine, httpx.Client(timeout=600) as ref:
+        for name, path, params in asked:
+            times: dict[str, list[float]] = {"wanka": [], "prometheus": []}
+            bodies: dict[str, bytes] = {}
+            for _ in range(repeat):
+                took, bodies["prometheus"] = timed_get(ref, f"{theirs}{path}", params)
+                times["prometheus"].append(took)
+                took, bodies["wanka"] = timed_get(mine, f"{ours}{path}", params)
+                times["wanka"].append(took)
+            result = json.loads(bodies["prometheus"])["data"]
+            size = len(result) if isinstance(result, list) else len(result["result"])
+            found.append((
+                name,
+                statistics.median(times["wanka"]),
+                statistics.median(times["prometheus"]),
+                same(bodies["wanka"], bodies["prometheus"]),
+                size,
+            ))  # fmt: skip
+    return found
+
+
+def report(rows: list[tuple[str, float, float, str, int]]) -> None:
+    print("| request | series | wanka s | Prometheus s | wanka / Prometheus | equal |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name, ours, theirs, equal, size in rows:
+        print(f"| {name} | {size:,} | {ours:.3f} | {theirs:.3f} | {ours / theirs:.2f}x | {equal} |")
+    ours = sum(r[1] for r in rows)
+    theirs = sum(r[2] for r in rows)
+    worst = max(rows, key=lambda r: r[1] / r[2])
+    print(f"| **total** | | {ours:.3f} | {theirs:.3f} | {ours / theirs:.2f}x | |")
+    print(f"\nworst request: {worst[0]} at {worst[1] / worst[2]:.2f}x Prometheus's time "
+          "(goal: total at most 1x, every panel at most 3x)")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--gpus", type=int, default=10_000)
+    parser.add_argument("--hours", type=float, default=6)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    if shutil.which("prometheus") is None or not DASHBOARD.exists():
+        raise SystemExit("needs Debian's prometheus and ../shared/data/grafana (not found)")
+    steps = int(args.hours * 3600 // SCRAPE_S) + 1
+    end_ms = int(time.time()) // SCRAPE_S * SCRAPE_S * 1000 - 120_000
+    start_ms = end_ms - (steps - 1) * SCRAPE_S * 1000
+    with tempfile.TemporaryDirectory(prefix="bench_promql_") as tmp:
+        folder = Path(tmp)
+        db = str(folder / "w.duckdb")
+        wanka(db, "user", "add", USER, "--role", "reader", "--password-stdin", stdin=PASSWORD)
+        prometheus, theirs = start_prometheus(folder)
+        try:
+            took = load(db, theirs, args.gpus, steps, start_ms)
+            print(f"{args.gpus:,} GPUs x {len(FIELDS)} fields x {steps} scrapes "
+                  f"({args.hours:g} h at {SCRAPE_S} s) = {int(took['samples']):,} samples; "
+                  f"stored by Prometheus in {took['prometheus']:.1f} s, by wanka in "
+                  f"{took['wanka']:.1f} s (remote_write decode + store)")  # fmt: skip
+            print(settle(theirs, end_ms - start_ms))
+            server, ours = start_server(db, "--timeout-s", "600")
+            try:
+                with httpx.Client(timeout=60) as client:
+                    asked = requests_of_dashboard(client, theirs, start_ms // 1000, end_ms // 1000)
+                print(f"{len(asked)} requests, medians of {args.repeat}, each timed to the last "
+                      "byte of the answer over HTTP:\n")  # fmt: skip
+                report(measure(asked, ours, theirs, args.repeat))
+            finally:
+                server.terminate()
+                server.wait(timeout=30)
+        finally:
+            prometheus.terminate()
+            prometheus.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    main()
