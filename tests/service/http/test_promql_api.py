@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,6 +124,29 @@ def test_deep_nesting_is_refused_and_the_server_still_answers(client: TestClient
     deep = "(" * 200 + "up" + ")" * 200
     answer = client.get("/api/v1/query", params={"query": deep, "time": AT}, auth=READER)
     assert answer.status_code == 400
+    ok(client.get("/api/v1/query", params={"query": "up", "time": AT}, auth=READER))
+
+
+@pytest.mark.parametrize("pattern", ["(a+)+$", "((((.*)*)*)*)*x", "(.*a){20}", "(\\\\d{2,}){500}"])
+def test_regexes_that_backtrack_elsewhere_answer_at_once(client: TestClient, pattern: str) -> None:
+    """RE2 (DuckDB's regexp_full_match, as Prometheus's Go regexp) runs in linear time."""
+    expression = f'count(DCGM_FI_DEV_GPU_TEMP{{instance=~"{pattern}"}})'
+    params = {"query": expression, "start": ref.T0 / 1000, "end": ref.T_END / 1000, "step": 15}
+    began = time.perf_counter()
+    data = ok(client.get("/api/v1/query_range", params=params, auth=READER))
+    assert data["result"] == [] and time.perf_counter() - began < 5
+
+
+@pytest.mark.parametrize(
+    ("pattern", "says"), [("a{1000}{1000}", "illegal regex"), ("(?P<x>a)\\\\1", "illegal regex"),
+                          ("(" * 5_000 + "a" + ")" * 5_000, "")],
+)  # fmt: skip
+def test_regexes_too_big_or_not_re2_are_refused(
+    client: TestClient, pattern: str, says: str
+) -> None:
+    expression = f'up{{instance=~"{pattern}"}}'
+    answer = client.get("/api/v1/query", params={"query": expression, "time": AT}, auth=READER)
+    assert answer.status_code == 400 and says in answer.json()["error"]
     ok(client.get("/api/v1/query", params={"query": "up", "time": AT}, auth=READER))
 
 
