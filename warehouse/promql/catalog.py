@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from warehouse.promql import source, translate
-from warehouse.promql.plan import Grid, Plan, PromQLError, text
+from warehouse.promql.plan import Grid, Plan, PromQLError
 
 EVERY = [[("__name__", "=~", ".+")]]
 
@@ -57,8 +57,9 @@ def label_names(matches: list[str], start_ms: int, end_ms: int) -> str:
 def label_values(name: str, matches: list[str], start_ms: int, end_ms: int) -> str:
     """Rows (value) of the label `name` among the selected series, sorted, none empty."""
     plan = Plan(Grid(start_ms, end_ms, 1))
-    found = _series(plan, matches, start_ms, end_ms)
-    return plan.query(
-        f"SELECT DISTINCT labels[{text(name)}] AS value FROM {found} "
-        f"WHERE coalesce(labels[{text(name)}], '') <> '' ORDER BY value"
-    )
+    found = [
+        source.label_values(plan, groups, name, start_ms, end_ms)
+        for groups in ([_groups(m) for m in matches] or [EVERY])
+    ]
+    union = " UNION ".join(f"SELECT value FROM {each}" for each in found)
+    return plan.query(f"SELECT DISTINCT value FROM ({union}) WHERE value <> '' ORDER BY value")
