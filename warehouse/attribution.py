@@ -52,15 +52,18 @@ def note_gpus(cur: duckdb.DuckDBPyConnection, known_series: int) -> None:
 
 def note_labels(cur: duckdb.DuckDBPyConnection, batches: str) -> None:
     """Record the job labels of the samples of `batches` (a SQL list or subquery of batch ids)."""
+    # The batch's series first, materialised: else the label tests go down into the scan of
+    # wanka.gpu_series and parse the labels of every series there, not just the batch's.
     seen = (
-        f"SELECT {label_job('r')} AS job_id, r.host, r.gpu, r.uuid, "
-        f"r.labels->>'GPU_I_ID' AS gpu_instance, {_label_source('r')} AS source, "
-        "min(s.lo) AS lo, max(s.hi) AS hi "
+        "WITH r AS MATERIALIZED (SELECT r.host, r.gpu, r.uuid, r.labels, s.lo, s.hi "
         "FROM (SELECT series_id, min(ts) AS lo, max(ts) AS hi FROM wanka.gpu_samples "
         f"WHERE batch_id IN ({batches}) GROUP BY series_id) s "
         "JOIN wanka.gpu_series r ON r.series_id = s.series_id "
-        "WHERE r.labels IS NOT NULL AND r.gpu IS NOT NULL "
-        "AND (r.labels->>'hpc_job' IS NOT NULL OR r.labels->>'pod' IS NOT NULL) GROUP BY ALL"
+        "WHERE r.labels IS NOT NULL AND r.gpu IS NOT NULL) "
+        f"SELECT {label_job('r')} AS job_id, r.host, r.gpu, r.uuid, "
+        f"r.labels->>'GPU_I_ID' AS gpu_instance, {_label_source('r')} AS source, "
+        "min(r.lo) AS lo, max(r.hi) AS hi FROM r "
+        "WHERE r.labels->>'hpc_job' IS NOT NULL OR r.labels->>'pod' IS NOT NULL GROUP BY ALL"
     )
     found = cur.sql(seen).to_arrow_table()
     if not found.num_rows:

@@ -7,6 +7,8 @@ why. Reads need nothing from here. Writes do, as DuckDB cannot write through a v
 - `insert` appends gpu_metrics-shaped Arrow rows: the label sets not yet known become series
   (ids in metric, host, gpu, ... order), then every row becomes a sample of its series, in the
   order the rows came (a scrape's samples stay metric by metric, as DuckDB compresses best).
+  Which rows share a label set is found in Arrow (`warehouse.telemetry_codes`), so the SQL
+  compares each distinct set with the series once, not each row's label text.
 - the downsampling tiers follow on the scheduler (`warehouse.telemetry_tiers`); the job labels
   of the new samples are noted at once (`warehouse.attribution`).
 - `rewrite` turns an INSERT, UPDATE or DELETE whose target is gpu_metrics into statements on the
@@ -19,10 +21,12 @@ import contextlib
 import threading
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from warehouse import attribution, telemetry_tiers
 from warehouse.errors import UserError
+from warehouse.telemetry_codes import series_codes
 
 VIEW = "gpu_metrics"
 SERIES = "wanka.gpu_series"
@@ -45,6 +49,7 @@ COLUMNS = {
 LABEL_COLUMNS = ("metric", "host", "gpu", "uuid", "model", "labels")
 #: The columns of a sample (wanka.gpu_samples, beside series_id).
 SAMPLE_COLUMNS = ("ts", "value", "batch_id")
+_CODE = "_wanka_set"  # the label set code of an Arrow row (telemetry_codes)
 REQUIRED = ("ts", "host", "metric")
 
 #: Series r and rows x carry the same label set (NULL-safe): how rows find their series.
@@ -88,36 +93,78 @@ def insert(cur: duckdb.DuckDBPyConnection, data: pa.Table | pa.RecordBatchReader
         raise UserError(f"gpu_metrics has no column {unknown[0]!r} (columns: {', '.join(COLUMNS)})")
     if not data.num_rows:
         return 0
-    view = f"_wanka_telemetry_{threading.get_ident()}"
-    cur.register(view, data)
-    try:
-        return insert_from(cur, view, set(data.schema.names))
-    finally:
-        with contextlib.suppress(duckdb.TransactionException):  # aborted: keep the first error
-            cur.unregister(view)
+    return _insert_coded(cur, data, set(data.schema.names))
 
 
-def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) -> int:
-    """Append the rows of `relation` (a table, view or registered Arrow name whose columns
-    `names` are gpu_metrics columns)."""
+def _cast(names: set[str], wanted: tuple[str, ...]) -> str:
+    """The `wanted` gpu_metrics columns of a relation with columns `names`, cast to their
+    types; those it lacks as NULL."""
 
     def column(name: str) -> str:
         kind = COLUMNS[name]
         return f'CAST("{name}" AS {kind}) AS {name}' if name in names else f"NULL::{kind} AS {name}"
 
-    rows = f"(SELECT {', '.join(column(c) for c in COLUMNS)} FROM {relation})"
+    return ", ".join(column(c) for c in wanted)
+
+
+def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) -> int:
+    """Append the rows of `relation` (a table, view or registered Arrow name whose columns
+    `names` are gpu_metrics columns)."""
+    rows = f"(SELECT {_cast(names, tuple(COLUMNS))} FROM {relation})"
     labels = ", ".join(LABEL_COLUMNS)
     # one statement, one batch (an ingest always gives its own)
     batch = "x.batch_id" if "batch_id" in names else str(_next_batch(cur))
+    # a label set has one series, except where two transactions added it at once (neither
+    # saw the other's): then its samples go to the first, and a fold merges the others
+    samples = (
+        f"SELECT r.series_id, x.ts, x.value, {batch} FROM {rows} AS x "
+        f"JOIN (SELECT min(series_id) AS series_id, {labels} FROM {SERIES} GROUP BY ALL) r "
+        f"ON {SAME_SERIES}"
+    )
+    return _store(cur, f"{rows} AS x", samples, rows, batch)
+
+
+def _insert_coded(cur: duckdb.DuckDBPyConnection, data: pa.Table, names: set[str]) -> int:
+    """`insert_from` for Arrow rows, the label sets found in Arrow first (telemetry_codes): the
+    SQL matches each distinct set to its series once, and the rows by an integer code."""
+    present = [c for c in LABEL_COLUMNS if c in names]
+    codes, first = series_codes(data, present)
+    sets = pa.table({_CODE: np.arange(len(first))})
+    for name in present:
+        sets = sets.append_column(name, data[name].take(first))
+    rows = data.drop_columns(present).append_column(_CODE, pa.array(codes))
+    ident = threading.get_ident()
+    sets_view, rows_view = f"_wanka_series_{ident}", f"_wanka_telemetry_{ident}"
+    cur.register(sets_view, sets)
+    cur.register(rows_view, rows)
     try:
-        known = add_series(cur, f"{rows} AS x")
-        # a label set has one series, except where two transactions added it at once (neither
-        # saw the other's): then its samples go to the first, and a fold merges the others
-        written = cur.execute(
-            f"INSERT INTO {SAMPLES} (series_id, ts, value, batch_id) "
-            f"SELECT r.series_id, x.ts, x.value, {batch} FROM {rows} AS x "
+        labels = ", ".join(LABEL_COLUMNS)
+        series = f"(SELECT {_CODE}, {_cast(names, LABEL_COLUMNS)} FROM {sets_view})"
+        samples = f"(SELECT {_CODE}, {_cast(names, SAMPLE_COLUMNS)} FROM {rows_view})"
+        batch = "x.batch_id" if "batch_id" in names else str(_next_batch(cur))
+        ids = (
+            f"SELECT x.{_CODE}, r.series_id FROM {series} AS x "
             f"JOIN (SELECT min(series_id) AS series_id, {labels} FROM {SERIES} GROUP BY ALL) r "
             f"ON {SAME_SERIES}"
+        )
+        select = (
+            f"SELECT i.series_id, x.ts, x.value, {batch} FROM {samples} AS x "
+            f"JOIN ({ids}) i ON i.{_CODE} = x.{_CODE}"
+        )
+        return _store(cur, f"{series} AS x", select, samples, batch)
+    finally:
+        for view in (rows_view, sets_view):
+            with contextlib.suppress(duckdb.TransactionException):  # aborted: keep the first error
+                cur.unregister(view)
+
+
+def _store(cur: duckdb.DuckDBPyConnection, series: str, samples: str, rows: str, batch: str) -> int:
+    """Add the label sets of `series` as series, the rows `samples` selects as samples, the
+    batch of `rows` (with ts, and batch_id where `batch` names it); the rows written."""
+    try:
+        known = add_series(cur, series)
+        written = cur.execute(
+            f"INSERT INTO {SAMPLES} (series_id, ts, value, batch_id) {samples}"
         ).fetchall()
         cur.execute(
             f"INSERT INTO {BATCHES} SELECT {batch}, count(*), min(ts), max(ts) FROM {rows} AS x "

@@ -76,6 +76,35 @@ def test_inserts_add_each_label_set_once_and_keep_labels_as_they_came() -> None:
         assert cur.sql("SELECT count(*) FROM wanka.gpu_series").fetchall()[0][0] == 16
 
 
+@pytest.mark.parametrize("dense_every_column", [False, True])
+def test_arrow_rows_find_their_series_whatever_their_encoding(
+    dense_every_column: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Label sets are found in Arrow (telemetry_codes): chunks with their own dictionaries, a
+    dictionary that repeats a value, nulls, plain and dictionary columns, and keys made dense
+    again after every column still give one series per label set, one sample per row."""
+    if dense_every_column:
+        monkeypatch.setattr("warehouse.telemetry_codes._KEY_LIMIT", 2)
+    one, other = '{"hpc_job":"7"}', '{"pod":"p","namespace":"n"}'
+    first = pa.DictionaryArray.from_arrays(
+        pa.array([0, 1, None, 2, 0, 1, 1, 0, None, 2, 2, 1], pa.int32()),
+        pa.array([one, one, other]),
+    )
+    second = first.cast(pa.string()).dictionary_encode()  # the same texts, coded otherwise
+    rows = _samples(24).drop_columns(["labels"])  # rows i and i + 12: the same label set
+    rows = rows.append_column("labels", pa.chunked_array([first, second]))
+    with Engine(":memory:") as eng:
+        cur = eng.cursor()
+        assert eng.insert_arrow(cur, "gpu_metrics", rows) == 24
+        cur.execute(PLAIN)
+        cur.register("given", rows)
+        cur.execute("INSERT INTO plain BY NAME SELECT * FROM given")
+        assert _rows(eng, "gpu_metrics") == _rows(eng, "plain")
+        distinct = "SELECT DISTINCT metric, host, gpu, uuid, model, labels FROM plain"
+        sets = cur.sql(f"SELECT count(*) FROM ({distinct})").fetchall()[0][0]
+        assert cur.sql("SELECT count(*) FROM wanka.gpu_series").fetchall()[0][0] == sets == 12
+
+
 def test_series_ids_follow_metric_then_host_so_a_metric_is_one_id_range() -> None:
     with Engine(":memory:") as eng:
         eng.insert_arrow(eng.cursor(), "gpu_metrics", _samples(12))

@@ -51,6 +51,11 @@ class SimConfig:
             in 54 days on 16,384 H100s); raise it to see failures in small simulations.
         gpu_models_csv: GPU specs to use; default `sql/reference/gpu_models.csv`.
         job_labels: how samples name the job on their GPU, one of `JOB_LABELS`.
+        exporter_labels: whether samples also carry the labels Prometheus gives a dcgm-exporter
+            series (`instance`, `job`, `device`, `modelName`, `pci_bus_id`,
+            `DCGM_FI_DRIVER_VERSION`), so the PromQL API and dashboards written for
+            dcgm-exporter find them; off, `labels` holds the job labels alone (null on idle
+            GPUs), the smaller column older simulations had.
     """
 
     gpus: int = 10_000
@@ -63,6 +68,7 @@ class SimConfig:
     fatal_xid_per_gpu_h: float = 2e-5
     gpu_models_csv: Path | None = None
     job_labels: str = "hpc"
+    exporter_labels: bool = True
 
     def __post_init__(self) -> None:
         _check_int("gpus", self.gpus, minimum=GPUS_PER_HOST, why="one host has 8 GPUs")
@@ -82,6 +88,9 @@ class SimConfig:
             raise InvalidConfig(
                 f"job_labels must be one of {', '.join(JOB_LABELS)}, got {self.job_labels!r}"
             )
+        if not isinstance(self.exporter_labels, bool):
+            given = self.exporter_labels
+            raise InvalidConfig(f"exporter_labels must be true or false, got {given!r}")
         if self.gpu_models_csv is not None:
             object.__setattr__(self, "gpu_models_csv", Path(self.gpu_models_csv))
 

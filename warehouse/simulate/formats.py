@@ -8,7 +8,7 @@
       parquet/<table>.parquet                the eager tables
       parquet/gpu_metrics/part-NNNN.parquet  the telemetry, one part per batch
       truth/job_gpus.csv, job_usage.csv      what really ran where, and its telemetry (truth.py)
-      manifest.json                          config, job label mode, row counts, files
+      manifest.json                          config, label keys, row counts, files
 
 Telemetry is generated once and each batch goes to its .prom file, its Parquet part and the
 truth's sums, so memory stays at one batch whatever the window.
@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from warehouse.simulate.prom import PromWriter
 from warehouse.simulate.sacct import write_sacct
 from warehouse.simulate.scontrol import write_scontrol
+from warehouse.simulate.scrape_labels import SCRAPE_KEYS
 from warehouse.simulate.truth import JobUsage, truth_job_ids, write_truth
 
 if TYPE_CHECKING:
@@ -120,6 +121,7 @@ def write_formats(
                 "sacct_jobs": slurm_jobs,
                 "scontrol_jobs": scontrol_jobs,
                 "job_labels": {"mode": mode, "keys": LABEL_KEYS[mode]},
+                "exporter_labels": sorted(SCRAPE_KEYS) if cluster.config.exporter_labels else [],
                 "files": {
                     kind: [str(p.relative_to(out_dir)) for p in paths]
                     for kind, paths in files.items()
@@ -159,7 +161,10 @@ def _write_telemetry(
             files["dcgm"].append(prom_path)
         if "parquet" in folders:
             part = folders["parquet"] / "gpu_metrics" / f"part-{index:04d}.parquet"
-            pq.write_table(pa.Table.from_batches([batch]), part)
+            # No min/max of the label texts: nothing prunes on them, and they cost more than
+            # the rest of the part to compute.
+            stats = [n for n in batch.schema.names if n != "labels"]
+            pq.write_table(pa.Table.from_batches([batch]), part, write_statistics=stats)
             files["parquet"].append(part)
         done += batch.num_rows if written else 0
         if progress is not None and written:

@@ -2,8 +2,8 @@
 
 dcgm-exporter started with `--hpc-job-mapping-dir` reads one file per GPU naming the Slurm job
 on it and adds `hpc_job="<id>"` to that GPU's samples; in Kubernetes mode it asks the kubelet and
-adds `container`, `namespace` and `pod`. Either way the label set is a property of the job, so
-telemetry carries one JSON text per job and a dictionary index per sample.
+adds `container`, `namespace` and `pod`. Either way the label set is a property of the job;
+telemetry adds it to the labels of the GPU's scrape (scrape_labels.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import json
 from collections.abc import Sequence
 
 import numpy as np
-import pyarrow as pa
 
 from warehouse.simulate.config import JOB_LABELS
 
@@ -34,8 +33,8 @@ def job_labels(
     job_ids: Sequence[str],
     containers: Sequence[str],
     namespaces: Sequence[str],
-) -> tuple[np.ndarray, pa.Array]:
-    """Which jobs' samples carry labels, and each job's label JSON.
+) -> tuple[np.ndarray, list[dict[str, str]]]:
+    """Which jobs' samples carry labels, and each job's labels.
 
     Args:
         mode: one of `JOB_LABELS`.
@@ -45,12 +44,12 @@ def job_labels(
         namespaces: per job, the namespace (pods only).
 
     Returns:
-        (labelled, text): `labelled` has one entry per job plus a last False one for the idle
-        entry of telemetry's occupancy; `text` one JSON string per job (used where labelled).
+        (labelled, sets): `labelled` has one entry per job plus a last False one for the idle
+        entry of telemetry's occupancy; `sets` one label set per job (used where labelled).
 
-    >>> on, text = job_labels("hpc", np.array([False, True]), ["7", "p-x"], ["", "c"], ["", "n"])
-    >>> on.tolist(), text.to_pylist()
-    ([True, True, False], ['{"hpc_job":"7"}', '{"container":"c","namespace":"n","pod":"p-x"}'])
+    >>> on, sets = job_labels("hpc", np.array([False, True]), ["7", "p-x"], ["", "c"], ["", "n"])
+    >>> on.tolist(), sets
+    ([True, True, False], [{'hpc_job': '7'}, {'container': 'c', 'namespace': 'n', 'pod': 'p-x'}])
     >>> job_labels("kubernetes", np.array([False, True]), ["7", "p"], ["", "c"], ["", "n"])[0]
     array([False,  True, False])
     """
@@ -63,8 +62,8 @@ def job_labels(
         labelled = pods.copy()
     else:
         labelled = np.zeros(len(pods), dtype=bool)
-    text = [
-        label_text({"container": c, "namespace": s, "pod": j} if pod else {"hpc_job": j})
+    sets = [
+        {"container": c, "namespace": s, "pod": j} if pod else {"hpc_job": j}
         for pod, j, c, s in zip(pods.tolist(), job_ids, containers, namespaces, strict=True)
     ]
-    return np.append(labelled, False), pa.array(text, pa.string())
+    return np.append(labelled, False), sets

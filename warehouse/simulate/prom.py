@@ -7,7 +7,8 @@ the epoch) and each metric family appears once, `# HELP` and `# TYPE` first, the
     modelName="NVIDIA H100 80GB HBM3",Hostname="h100a0001",DCGM_FI_DRIVER_VERSION="570.124.06"}
     87 1793491200000
 
-(one line in the file). A job's GPUs also carry its labels (`hpc_job`, or container, namespace
+(one line in the file): the exporter's own text, without the `instance` and `job` labels a
+Prometheus scrape adds. A job's GPUs also carry its labels (`hpc_job`, or container, namespace
 and pod; see job_labels.py), built once per distinct GPU and label set in a batch. AMD and
 Huawei hosts are written under the same DCGM names (the warehouse's canonical field names, as a
 vendor exporter mapped onto them would give), with their own device prefix and driver label.
@@ -24,12 +25,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from warehouse.simulate.metrics import (
-    DEVICE_PREFIX,
-    DRIVER_VERSION,
-    METRICS,
-    PCI_BUS_IDS,
-)
+from warehouse.simulate.metrics import METRICS
+from warehouse.simulate.scrape_labels import SCRAPE_KEYS, exporter_columns
 from warehouse.simulate.telemetry_plan import TelemetryPlan
 
 
@@ -39,21 +36,21 @@ class PromWriter:
     def __init__(self, plan: TelemetryPlan) -> None:
         self.plan = plan
         hosts = np.asarray(plan.host_names.to_pylist(), dtype=object)[plan.col_host]
-        vendors = np.asarray(plan.vendors, dtype=object)[plan.col_model]
+        exporter = exporter_columns(plan)
         labels = pl.DataFrame({
             "gpu": plan.col_gpu,
             "uuid": plan.uuids.to_pylist(),
-            "bus": np.asarray(PCI_BUS_IDS, dtype=object)[plan.col_gpu % len(PCI_BUS_IDS)],
-            "device": [DEVICE_PREFIX.get(v, "nvidia") for v in vendors],
-            "model": np.asarray(plan.full_names, dtype=object)[plan.col_model],
+            "bus": exporter["pci_bus_id"],
+            "device": exporter["device"],
+            "model": exporter["modelName"],
             "host": hosts,
-            "driver": [DRIVER_VERSION.get(v, DRIVER_VERSION["NVIDIA"]) for v in vendors],
+            "driver": exporter["DCGM_FI_DRIVER_VERSION"],
         }).select(
             pl.concat_str([
                 pl.lit('{gpu="'), pl.col("gpu").cast(pl.String),
                 pl.lit('",UUID="'), pl.col("uuid"),
                 pl.lit('",pci_bus_id="'), pl.col("bus"),
-                pl.lit('",device="'), pl.col("device"), pl.col("gpu").cast(pl.String),
+                pl.lit('",device="'), pl.col("device"),
                 pl.lit('",modelName="'), pl.col("model"),
                 pl.lit('",Hostname="'), pl.col("host"),
                 pl.lit('",DCGM_FI_DRIVER_VERSION="'), pl.col("driver"), pl.lit('"'),
@@ -116,13 +113,14 @@ def _label_suffixes(labels: pa.Array) -> tuple[np.ndarray, pl.Series]:
     `,container="…",namespace="…",pod="…"`, the last one '' (rows without labels).
 
     `labels` holds JSON text, dictionary-encoded: each distinct entry is turned into label
-    text once.
+    text once. The scrape's labels in it are left out: the head has the exporter's, and the
+    target's (`instance`, `job`) are Prometheus's, not in what the exporter writes.
     """
     if labels.null_count == len(labels):
         return np.zeros(len(labels), dtype=np.int64), pl.Series("extra", [""], dtype=pl.String)
     encoded = labels if isinstance(labels, pa.DictionaryArray) else labels.dictionary_encode()
     texts = [
-        "".join(f',{key}="{value}"' for key, value in json.loads(text).items())
+        "".join(f',{k}="{v}"' for k, v in json.loads(text).items() if k not in SCRAPE_KEYS)
         for text in encoded.dictionary.to_pylist()
     ]
     none = len(texts)

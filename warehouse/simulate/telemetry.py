@@ -3,7 +3,8 @@
 A batch holds whole scrapes, laid out metric-major (metric, scrape, GPU) so each field is one
 contiguous run, the layout a Prometheus text file wants. The columns that only depend on the
 layout (host, gpu, uuid, model, metric, time offsets) are built once per batch shape and
-reused; only values and timestamps are new per batch. Values are a function of the scrape
+reused; only values, timestamps and labels are new per batch (the labels' texts, one per GPU
+and job, are built once per window: scrape_labels.py). Values are a function of the scrape
 index: each scrape's noise comes from its own Philox counter block and the energy counter
 carries integer millijoules, so any chunking yields the same samples.
 """
@@ -16,10 +17,9 @@ import numpy as np
 import pyarrow as pa
 
 from warehouse.simulate.metrics import METRIC_INDEX, METRICS
+from warehouse.simulate.scrape_labels import LabelTexts
 from warehouse.simulate.tables import TS_TYPE
 from warehouse.simulate.telemetry_plan import F32, TelemetryPlan
-
-LABELS_TYPE = pa.string()  # JSON text, as the gpu_metrics.labels column holds
 
 
 def sample_count(plan: TelemetryPlan) -> int:
@@ -47,11 +47,12 @@ def batches(
     steps_per_batch = max(1, max_rows // max(1, per_step))
     energy = plan.energy0_mj.copy()
     layouts: dict[int, dict[str, pa.Array | np.ndarray]] = {}
+    labels = LabelTexts(plan)
     for k0 in range(0, plan.steps, steps_per_batch):
         k1 = min(plan.steps, k0 + steps_per_batch)
         if k1 - k0 not in layouts:
             layouts[k1 - k0] = _layout(plan, k1 - k0)
-        yield _batch(plan, k0, k1, energy, layouts[k1 - k0], observe)
+        yield _batch(plan, k0, k1, energy, layouts[k1 - k0], labels, observe)
 
 
 def _layout(plan: TelemetryPlan, steps: int) -> dict[str, pa.Array | np.ndarray]:
@@ -79,6 +80,7 @@ def _batch(
     k1: int,
     energy: np.ndarray,
     layout: dict[str, pa.Array | np.ndarray],
+    labels: LabelTexts,
     observe: Observer | None,
 ) -> pa.RecordBatch:
     steps, g = k1 - k0, plan.columns
@@ -97,7 +99,7 @@ def _batch(
         "model": layout["model"],
         "metric": layout["metric"],
         "value": pa.array(values.reshape(-1)),
-        "labels": _labels(plan, job),
+        "labels": labels.column(job, len(METRICS)),
     }
     return pa.RecordBatch.from_pydict(columns)
 
@@ -204,15 +206,3 @@ def _count(events: np.ndarray, base: np.ndarray, k0: int, k1: int) -> np.ndarray
     steps = np.zeros((k1 - k0, len(base)), dtype=np.int64)
     np.add.at(steps, (inside[:, 0] - k0, inside[:, 1]), 1)
     return start + np.cumsum(steps, axis=0)
-
-
-def _labels(plan: TelemetryPlan, job: np.ndarray) -> pa.Array:
-    """Job labels (JSON text, one dictionary entry per job) on the rows of GPUs whose job
-    carries them (`SimConfig.job_labels`); null elsewhere."""
-    rows = job.size * len(METRICS)
-    cells = plan.labelled[job]
-    if not cells.any():
-        return pa.nulls(rows, LABELS_TYPE)
-    has = np.tile(cells.ravel(), len(METRICS))
-    owners = np.tile(np.where(cells, job, 0).ravel(), len(METRICS)).astype(np.int32)
-    return pa.DictionaryArray.from_arrays(pa.array(owners, mask=~has), plan.label_json)

@@ -20,6 +20,7 @@ from warehouse.simulate.job_labels import job_labels
 from warehouse.simulate.joblog import JobLog
 from warehouse.simulate.metrics import CLOCKS_MHZ, DEFAULT_CLOCKS, PCIE_X16_GBS
 from warehouse.simulate.scheduler import Schedule
+from warehouse.simulate.scrape_labels import host_instances
 from warehouse.simulate.workload import Workload
 
 F32 = np.float32
@@ -39,6 +40,8 @@ class TelemetryPlan:
     col_gpu: np.ndarray
     uuids: pa.Array
     model_names: pa.Array
+    instances: list[str]  # per host: its scrape target, `instance` (scrape_labels.py)
+    exporter_labels: bool  # whether samples carry their scrape's labels (SimConfig)
     full_names: list[str]  # per model: DCGM's modelName
     vendors: list[str]  # per model
     col_model: np.ndarray
@@ -68,7 +71,7 @@ class TelemetryPlan:
     tensor_frac: np.ndarray
     job_rows: np.ndarray  # each window job's row in the jobs table
     labelled: np.ndarray  # whose samples carry job labels (SimConfig.job_labels)
-    label_json: pa.Array  # per window job: its labels as gpu_metrics.labels JSON
+    job_label_sets: list[dict[str, str]]  # per window job: its job labels (used where labelled)
     # sparse events as (scrape, column, ...) sorted by scrape
     saves: np.ndarray  # (k0, k1, job) rows
     xid: np.ndarray  # (k, col, code) rows
@@ -147,6 +150,8 @@ def build_plan(
         steps=k,
         key=int(rng.integers(0, 2**63)),
         host_names=pa.array(inv.host_names, pa.string()),
+        instances=host_instances(inv.host_cluster),
+        exporter_labels=cfg.exporter_labels,
         col_host=col_host_global.astype(np.int32),
         col_gpu=(gpu_ids % GPUS_PER_HOST).astype(np.int32),
         uuids=pa.array(uuids, pa.string()),
@@ -207,7 +212,7 @@ def _window_jobs(
     for job in chosen.tolist():
         gpu = (sched.hosts[job][:, None] * GPUS_PER_HOST + np.array(sched.slots[job])).ravel()
         cols.append(col_of_gpu[gpu])
-    labelled, label_json = job_labels(
+    labelled, label_sets = job_labels(
         cfg.job_labels,
         serving,
         [log.job_ids[j] for j in chosen],
@@ -245,7 +250,7 @@ def _window_jobs(
                                           rng.uniform(0.35, 0.75, n))),
         "job_rows": chosen,
         "labelled": labelled,
-        "label_json": label_json,
+        "job_label_sets": label_sets,
         "saves": save_k,
     }  # fmt: skip
 

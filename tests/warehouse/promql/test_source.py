@@ -17,7 +17,8 @@ from warehouse.promql.plan import text
 def eng(tmp_path_factory: pytest.TempPathFactory) -> Engine:
     engine = Engine(str(Path(tmp_path_factory.mktemp("source")) / "w.duckdb"))
     series = dict(ref.cluster())
-    odd: dict[ref.Labels, ref.Samples] = {  # no Hostname: the host comes from `instance`; an empty label; no gpu or UUID
+    # no Hostname: the host comes from `instance`; an empty label; no gpu or UUID
+    odd: dict[ref.Labels, ref.Samples] = {
         (("__name__", "DCGM_FI_DEV_GPU_TEMP"), ("empty", ""), ("instance", "10.9.9.9:9400"),
          ("job", "dcgm")): [(ref.T0 + 5_000, 40.0)],
     }  # fmt: skip

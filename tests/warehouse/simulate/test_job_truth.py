@@ -16,6 +16,7 @@ import pytest
 
 from warehouse.simulate import InvalidConfig, SimConfig, SimulatedCluster, simulate_cluster
 from warehouse.simulate import write_formats as write
+from warehouse.simulate.scrape_labels import SCRAPE_KEYS
 
 LABEL = re.compile(r'(\w+)="([^"]*)"')
 #: Every cluster gets a host (one each), the Kubernetes one included; half an hour of scrapes.
@@ -71,8 +72,12 @@ def test_hpc_mode_names_the_slurm_job_holding_each_gpu(con: duckdb.DuckDBPyConne
     assert _one(con, f"SELECT count(*) {slurm}") > 1000
     assert _one(con, f"SELECT count(*) {slurm} AND labels->>'hpc_job' IS DISTINCT FROM job_id") == 0
     assert _one(con, f"SELECT count(DISTINCT json_keys(labels::JSON)) {slurm}") == 1
-    # An idle GPU's samples name no job; a pod's GPUs carry pod labels, never hpc_job.
-    assert _one(con, "SELECT count(*) FROM held WHERE job_id IS NULL AND labels IS NOT NULL") == 0
+    # An idle GPU's samples name no job, only their scrape; a pod's GPUs carry pod labels,
+    # never hpc_job.
+    idle = "FROM held WHERE job_id IS NULL"
+    assert _one(con, f"SELECT count(*) {idle}") > 0
+    keys = "list_sort(json_keys(labels::JSON))"
+    assert con.sql(f"SELECT DISTINCT {keys} {idle}").fetchall() == [(sorted(SCRAPE_KEYS),)]
     pods = "FROM held WHERE scheduler = 'kubernetes' AND job_id IS NOT NULL"
     assert _one(con, f"SELECT count(*) {pods}") > 0
     wrong = "labels->>'namespace' || '/' || (labels->>'pod') IS DISTINCT FROM job_id"
@@ -114,13 +119,9 @@ def test_other_modes_change_only_the_labels(
     ours = pa.Table.from_batches(list(cluster.telemetry_batches()))
     theirs = pa.Table.from_batches(list(other.telemetry_batches()))
     assert theirs.drop_columns(["labels"]).equals(ours.drop_columns(["labels"]))
-    labels = [t for t in theirs["labels"].to_pylist() if t is not None]
-    if mode == "none":
-        assert labels == []
-    else:
-        assert labels and all(
-            set(json.loads(t)) == {"container", "namespace", "pod"} for t in labels
-        )
+    keys = {frozenset(json.loads(t)) - SCRAPE_KEYS for t in theirs["labels"].to_pylist()}
+    pod = frozenset({"container", "namespace", "pod"})
+    assert keys == ({frozenset()} if mode == "none" else {frozenset(), pod})
     files = write(other, tmp_path, kinds=("dcgm",))
     text = "".join(p.read_text() for p in files["dcgm"])
     assert "hpc_job=" not in text and ("pod=" in text) == (mode == "kubernetes")
