@@ -15,12 +15,12 @@ import numpy as np
 import pyarrow as pa
 
 from warehouse.simulate.config import GPUS_PER_HOST, SimConfig
+from warehouse.simulate.instances import host_instances
 from warehouse.simulate.inventory import Inventory
 from warehouse.simulate.job_labels import job_labels
 from warehouse.simulate.joblog import JobLog
 from warehouse.simulate.metrics import CLOCKS_MHZ, DEFAULT_CLOCKS, PCIE_X16_GBS
 from warehouse.simulate.scheduler import Schedule
-from warehouse.simulate.scrape_labels import host_instances
 from warehouse.simulate.workload import Workload
 
 F32 = np.float32
