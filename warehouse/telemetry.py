@@ -24,7 +24,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from warehouse import attribution, telemetry_tiers
+from warehouse import attribution, gpu_events, telemetry_tiers
 from warehouse.errors import UserError
 from warehouse.telemetry_codes import series_codes
 
@@ -171,9 +171,9 @@ def _store(cur: duckdb.DuckDBPyConnection, series: str, samples: str, rows: str,
             f"GROUP BY ALL"
         )
         attribution.note_gpus(cur, known)
-        attribution.note_labels(
-            cur, f"SELECT DISTINCT x.batch_id FROM {rows} AS x" if batch == "x.batch_id" else batch
-        )
+        batches = f"SELECT DISTINCT x.batch_id FROM {rows} AS x" if batch == "x.batch_id" else batch
+        attribution.note_labels(cur, batches)
+        gpu_events.note(cur, batches)
     except duckdb.ConstraintException as error:
         raise UserError(_null_message(str(error))) from None
     return int(written[0][0])

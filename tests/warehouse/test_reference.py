@@ -241,3 +241,46 @@ def test_every_captured_gpu_is_a_known_model(gpus: dict[str, dict[str, Any]]) ->
     for path in sorted(_shared_data().glob("*.txt")):
         name = _reported_name(path.read_text(encoding="utf-8", errors="replace"))
         assert name in names, f"{path.name}: {name!r} is not a full_name in gpu_models"
+
+
+@pytest.fixture(scope="module")
+def xids(engine: Engine) -> dict[int, dict[str, Any]]:
+    return {int(k): v for k, v in _rows(engine, "xid_codes").items()}
+
+
+CATEGORIES = {"application", "driver_firmware", "memory", "nvlink", "fell_off_bus",
+              "power_thermal", "video_engine", "virtualisation", "informational", "unused",
+              "none"}  # fmt: skip
+ACTIONS = {"none", "reset_gpu", "drain_node", "rma"}
+
+
+def test_xid_codes_cover_the_catalog_with_a_category_and_an_action(
+    xids: dict[int, dict[str, Any]],
+) -> None:
+    assert set(range(0, 173)) <= set(xids)
+    assert {r["category"] for r in xids.values()} <= CATEGORIES
+    assert {r["action"] for r in xids.values()} <= ACTIONS
+    assert all(r["description"] and r["source"] for r in xids.values())
+    # the ones every GPU operator meets, as NVIDIA's catalog buckets them
+    expected = {
+        13: ("application", "none"), 31: ("application", "none"), 48: ("memory", "reset_gpu"),
+        63: ("memory", "none"), 64: ("memory", "reset_gpu"), 74: ("nvlink", "reset_gpu"),
+        79: ("fell_off_bus", "drain_node"), 94: ("memory", "none"), 95: ("memory", "reset_gpu"),
+        119: ("driver_firmware", "reset_gpu"), 140: ("memory", "reset_gpu"),
+    }  # fmt: skip
+    assert {x: (xids[x]["category"], xids[x]["action"]) for x in expected} == expected
+    assert xids[79]["nvidia_immediate_action"] == "RESTART_BM"
+
+
+@pytest.mark.skipif(
+    not (Path(os.environ.get("WANKA_SHARED_DATA", REPO.parent / "shared" / "data"))
+         / "dcgm" / "xid_codes.csv").exists(),
+    reason="no shared data",
+)  # fmt: skip
+def test_xid_descriptions_are_dcgm_exporters(xids: dict[int, dict[str, Any]]) -> None:
+    import csv
+
+    shared = Path(os.environ.get("WANKA_SHARED_DATA", REPO.parent / "shared" / "data"))
+    with (shared / "dcgm" / "xid_codes.csv").open(encoding="utf-8") as handle:
+        theirs = {int(r["xid"]): r["description"] for r in csv.DictReader(handle)}
+    assert {x: xids[x]["description"] for x in theirs} == theirs

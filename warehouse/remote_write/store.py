@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
-from warehouse import attribution, telemetry
+from warehouse import attribution, gpu_events, telemetry
 from warehouse.engine import transaction
 from warehouse.remote_write.rows import Decoded, SeriesCache
 
@@ -142,6 +142,7 @@ def _store_gpu(
             )
             attribution.note_gpus(cur, known)
             attribution.note_labels(cur, str(batch_id))
+            gpu_events.note(cur, str(batch_id))
         resolved = cur.execute(f"SELECT sid, series_id FROM {ids} WHERE resolved").fetchall()
     finally:
         cur.execute(f"DROP TABLE IF EXISTS {fresh}")

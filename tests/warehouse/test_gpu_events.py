@@ -1,0 +1,144 @@
+"""GPU events kept at ingest (warehouse/gpu_events.py): the rules on a known sequence, the same
+events whether the samples came in one batch or many (incremental == full), through either
+telemetry path, stored once when a remote_write delivery is retried, equal to a plain Python
+reading of the rules."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from warehouse import telemetry
+from warehouse.engine import Engine
+from warehouse.gpu_events import LOOKBACK_S, REPEAT_GAP_S
+
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
+XID, SBE, DBE = (
+    "DCGM_FI_DEV_XID_ERRORS",
+    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+)
+THROTTLE, FAIL = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_ROW_REMAP_FAILURE"
+Row = tuple[datetime, str, int, str, str, float]
+
+
+@pytest.fixture
+def cur() -> Iterator[Any]:
+    with Engine(":memory:") as eng:
+        cursor = eng.cursor()
+        yield cursor
+        cursor.close()
+
+
+def table(rows: list[Row]) -> pa.Table:
+    names = ["ts", "host", "gpu", "uuid", "metric", "value"]
+    return pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
+
+
+def events(cur: Any) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in cur.execute(
+        "SELECT ts, host, gpu, kind, code, detail FROM gpu_events ORDER BY ALL"
+    ).fetchall()]  # fmt: skip
+
+
+def test_the_rules_on_one_gpu(cur: Any) -> None:
+    rows: list[Row] = []
+    for k in range(12):
+        ts = T0 + timedelta(minutes=k)
+        rows.append((ts, "n1", 0, "GPU-a", XID, 79.0 if 5 <= k < 8 else 0.0))
+        rows.append((ts, "n1", 0, "GPU-a", SBE, float(k // 4)))
+        rows.append((ts, "n1", 0, "GPU-a", THROTTLE, 64.0 if k in (3, 4) else 4.0 if k == 9 else 0))
+        rows.append((ts, "n1", 0, "GPU-a", FAIL, 1.0 if k >= 10 else 0.0))
+    telemetry.insert(cur, table(rows))
+    found = [(ts.minute, kind, code, detail) for ts, _, _, kind, code, detail in events(cur)]
+    assert found == [
+        (3, "thermal_throttle", None, "clock event reasons 0x40"),
+        (4, "ecc_sbe", None, "+1 (1 in all)"),
+        (5, "xid", 79, "GPU has fallen off the bus"),
+        (8, "ecc_sbe", None, "+1 (2 in all)"),
+        (9, "power_throttle", None, "clock event reasons 0x4"),
+        (10, "row_remap_failure", None, "row remapping failed"),
+    ]
+
+
+def reference(rows: list[Row]) -> list[tuple[Any, ...]]:
+    """The rules read plainly: per GPU and field, each sample against the one before."""
+    found: list[tuple[datetime, str, int, str, int | None]] = []
+    last: dict[tuple[str, int, str], tuple[datetime, float]] = {}
+    for ts, host, gpu, _, metric, value in sorted(rows, key=lambda r: (r[1], r[2], r[4], r[0])):
+        before = last.get((host, gpu, metric))
+        last[(host, gpu, metric)] = (ts, value)
+        if before is not None and (ts - before[0]).total_seconds() > LOOKBACK_S:
+            before = None
+        if (
+            metric == XID
+            and value > 0
+            and (
+                before is None
+                or before[1] != value
+                or (ts - before[0]).total_seconds() > REPEAT_GAP_S
+            )
+        ):
+            found.append((ts, host, gpu, "xid", int(value)))
+        elif metric in (SBE, DBE) and before is not None and value > before[1]:
+            found.append((ts, host, gpu, "ecc_sbe" if metric == SBE else "ecc_dbe", None))
+    return sorted(found, key=str)
+
+
+samples = st.lists(
+    st.tuples(st.integers(0, 40), st.integers(0, 1), st.sampled_from([XID, SBE, DBE]),
+              st.sampled_from([0.0, 0.0, 13.0, 48.0, 79.0, 1.0, 2.0, 5.0])),
+    min_size=1, max_size=60, unique_by=lambda s: (s[0], s[1], s[2]),
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def shared() -> Iterator[Any]:
+    with Engine(":memory:") as eng:
+        cursor = eng.cursor()
+        yield cursor
+        cursor.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(samples, st.lists(st.integers(1, 59), max_size=4))
+def test_batches_give_the_events_one_batch_gives(
+    shared: Any, drawn: list[tuple[int, int, str, float]], cuts: list[int]
+) -> None:
+    rows = [(T0 + timedelta(minutes=35 * m), "n1", g, f"GPU-{g}", f, v) for m, g, f, v in drawn]
+    rows.sort(key=lambda r: r[0])
+    expected = reference(rows)
+    bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
+    for pieces in ([(0, len(rows))], list(itertools.pairwise(bounds))):
+        shared.execute("BEGIN")  # each try starts from an empty warehouse
+        try:
+            for lo, hi in pieces:
+                telemetry.insert(shared, table(rows[lo:hi]))
+            got = sorted(((ts, h, g, k, c) for ts, h, g, k, c, _ in events(shared)), key=str)
+        finally:
+            shared.execute("ROLLBACK")
+        assert got == expected, pieces
+
+
+def test_remote_write_stores_them_once_when_a_delivery_is_retried(cur: Any) -> None:
+    from tests.warehouse.remote_write.support import body
+    from warehouse.ingest.models import ModelNames
+    from warehouse.remote_write.decode import decode
+    from warehouse.remote_write.rows import Limits, SeriesCache
+    from warehouse.remote_write.store import store
+
+    labels = [("__name__", XID), ("Hostname", "n1"), ("UUID", "GPU-a"), ("gpu", "0")]
+    now = int(datetime.now(UTC).timestamp()) * 1000
+    points = [(now - 300_000 + 60_000 * k, 0.0 if k < 2 else 94.0) for k in range(5)]
+    delivery = body([(labels, points)])
+    cache = SeriesCache(ModelNames({}))
+    for _ in range(2):  # Prometheus retries what it did not see acknowledged
+        store(cur, decode(delivery, cache, Limits()), cache=cache)
+    assert [(kind, code) for *_, kind, code, _ in events(cur)] == [("xid", 94)]
