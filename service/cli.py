@@ -14,6 +14,7 @@ import duckdb
 from service.commands.analyze import analyze
 from service.commands.cluster import demo, simulate
 from service.commands.common import Globals
+from service.commands.health import health
 from service.commands.ingest import ingest
 from service.commands.jobstats import jobstats
 from service.commands.lake import export
@@ -55,6 +56,7 @@ for command in (
     token,
     analyze,
     report,
+    health,
     jobstats,
     scrape,
 ):

@@ -11,7 +11,7 @@ from fastapi.responses import PlainTextResponse
 from service.http.auth import current_user
 from service.http.models import DynamicTable, Error, Health, RefreshOutcome, Table
 from service.serve.server import Server
-from warehouse import describe, jobstats
+from warehouse import describe, health, jobstats
 from warehouse.dynamic.schedule import Failed, Skipped
 from warehouse.dynamic.schedule import describe as describe_outcome
 from warehouse.security.users import User
@@ -150,3 +150,10 @@ def job_stats(
     """One job's GPU efficiency (`wanka jobstats JOB_ID --format json`): its facts, each GPU's
     utilisation, memory and power, the attribution sources and the efficiency notes."""
     return _server(request).with_cursor(lambda cur: jobstats.stats(cur, job_id))
+
+
+@router.get("/v1/health", tags=["health"], responses={**AUTH_ERRORS})
+def gpu_health(request: Request, user: Annotated[User, Depends(current_user)]) -> dict[str, Any]:
+    """Which GPUs and nodes to watch, drain or replace (`wanka health --format json`): per GPU
+    its state, the rules that fired with their evidence; per node the worst of its GPUs."""
+    return _server(request).with_cursor(health.report)

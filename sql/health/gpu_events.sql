@@ -33,19 +33,20 @@ WITH fields(metric, kind) AS (VALUES
     WHERE s.batch_id IN ({batches})
 ), since AS (
     SELECT host, gpu, uuid, metric, min(ts) AS lo FROM fresh GROUP BY ALL
-), before AS (  -- the last sample of each GPU and field before the batch's first
+), before AS (  -- the last sample of each GPU and field up to the batch's first (a copy of
+    -- a sample at the same time, of the GPU's other job, may be in an earlier batch)
     SELECT x.host, x.gpu, x.uuid, x.metric, x.kind,
            max(s.ts) AS ts, arg_max(s.value, s.ts) AS value, NULL::BIGINT AS batch_id
     FROM wanka.gpu_samples s JOIN series x USING (series_id)
     JOIN since b ON b.host IS NOT DISTINCT FROM x.host AND b.gpu IS NOT DISTINCT FROM x.gpu
         AND b.uuid IS NOT DISTINCT FROM x.uuid AND b.metric = x.metric
-    WHERE s.ts < b.lo AND s.ts >= b.lo - INTERVAL '{lookback_s} seconds'
+    WHERE s.ts <= b.lo AND s.ts >= b.lo - INTERVAL '{lookback_s} seconds'
         AND s.batch_id NOT IN ({batches})
     GROUP BY ALL
 ), steps AS (
     SELECT *, lag(value) OVER w AS prev, lag(ts) OVER w AS prev_ts
     FROM (SELECT * FROM fresh UNION ALL SELECT * FROM before)
-    WINDOW w AS (PARTITION BY host, gpu, uuid, metric ORDER BY ts)
+    WINDOW w AS (PARTITION BY host, gpu, uuid, metric ORDER BY ts, batch_id NULLS FIRST)
 ), near AS (  -- a sample longer ago than the look-back is no sample before
     SELECT * REPLACE (CASE WHEN ts - prev_ts <= INTERVAL '{lookback_s} seconds' THEN prev END
                       AS prev)

@@ -41,3 +41,38 @@ CREATE TABLE gpu_events (
     batch_id            BIGINT NOT NULL     -- the telemetry batch that showed it
 );
 
+
+-- The rules of `wanka health` (warehouse/health.py, sql/health/gpu_health.sql), one row per
+-- rule: a GPU is put in `state` when at least `threshold` of the rule's evidence falls in the
+-- last `window_s` seconds before the newest telemetry. An admin edits the thresholds
+-- (UPDATE wanka.health_rules SET threshold = 3 WHERE rule = 'repeated_hw_xid').
+CREATE TABLE wanka.health_rules (
+    rule                VARCHAR PRIMARY KEY,
+    state               VARCHAR NOT NULL,   -- watch | drain | replace
+    threshold           DOUBLE NOT NULL,
+    window_s            DOUBLE NOT NULL,
+    description         VARCHAR NOT NULL
+);
+INSERT INTO wanka.health_rules VALUES
+    ('remap_failure', 'replace', 1, 30 * 86400,
+     'row remapping failed: the GPU has no spare rows left for a failing bank (NVIDIA: RMA)'),
+    ('repeated_hw_xid', 'replace', 2, 7 * 86400,
+     'hardware XIDs (memory, NVLink, fell off the bus) needing a reset or a reboot, again and again'),
+    ('uncorrectable_rows', 'replace', 4, 30 * 86400,
+     'rows remapped for uncorrectable errors, increases'),
+    ('xid_drain', 'drain', 1, 86400,
+     'an XID whose first action is to reboot the host (xid_codes.action = drain_node), e.g. 79'),
+    ('xid_reset', 'drain', 1, 86400,
+     'an XID whose first action is a GPU reset (xid_codes.action = reset_gpu), e.g. 48, 95, 119'),
+    ('ecc_dbe', 'drain', 1, 86400,
+     'double-bit (uncorrectable) ECC error count went up'),
+    ('sbe_rate', 'watch', 10, 86400,
+     'single-bit (corrected) ECC error count went up this many times'),
+    ('thermal_throttle', 'watch', 3, 86400,
+     'clocks slowed for temperature (HW slowdown, SW or HW thermal) this many times'),
+    ('power_throttle', 'watch', 10, 86400,
+     'clocks slowed for power (SW power cap, HW power brake) this many times'),
+    ('nvlink_errors', 'watch', 5, 86400,
+     'NVLink CRC, replay or recovery error counts went up this many times'),
+    ('silent', 'watch', 300, 300,
+     'no sample for threshold seconds while another GPU of the same host still reports');

@@ -142,3 +142,18 @@ def test_remote_write_stores_them_once_when_a_delivery_is_retried(cur: Any) -> N
     for _ in range(2):  # Prometheus retries what it did not see acknowledged
         store(cur, decode(delivery, cache, Limits()), cache=cache)
     assert [(kind, code) for *_, kind, code, _ in events(cur)] == [("xid", 94)]
+
+
+def test_a_copy_per_job_at_the_same_time_is_one_event(cur: Any) -> None:
+    """A GPU shared by two jobs sends each sample once per job (two series, one time): in one
+    batch or two, the XID they both show is one event."""
+    ts = T0 + timedelta(minutes=1)
+    first = table([(ts, "n1", 0, "GPU-a", XID, 79.0)]).append_column(
+        "labels", pa.array(['{"hpc_job":"1"}'])
+    )
+    second = table([(ts, "n1", 0, "GPU-a", XID, 79.0)]).append_column(
+        "labels", pa.array(['{"hpc_job":"2"}'])
+    )
+    telemetry.insert(cur, first)
+    telemetry.insert(cur, second)
+    assert [(kind, code) for *_, kind, code, _ in events(cur)] == [("xid", 79)]

@@ -1,0 +1,119 @@
+"""`wanka health`'s rules (warehouse/health.py) on telemetry with known faults: each faulty GPU
+gets the state its rule says with the evidence, healthy ones stay ok, the thresholds in
+wanka.health_rules decide, and the CLI and GET /v1/health give the same report."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+
+from service.cli import app
+from warehouse import health, telemetry
+from warehouse.engine import Engine
+
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
+XID, SBE, UTIL = "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_GPU_UTIL"
+
+
+def fleet() -> pa.Table:
+    """Two hosts of 4 GPUs, 3 hours of 1-minute samples: n1/0 shows XID 79 twice (two hours
+    apart), n1/1 corrected ECC errors climbing, n2/3 falls silent 20 minutes before the end."""
+    rows = []
+    for k in range(180):
+        ts = T0 + timedelta(minutes=k)
+        for host in ("n1", "n2"):
+            for gpu in range(4):
+                if (host, gpu) == ("n2", 3) and k >= 160:
+                    continue
+                xid = 79.0 if (host, gpu) == ("n1", 0) and k in (10, 11, 130) else 0.0
+                sbe = float(k // 10) if (host, gpu) == ("n1", 1) else 0.0
+                for metric, value in ((XID, xid), (SBE, sbe), (UTIL, 50.0)):
+                    rows.append((ts, host, gpu, f"GPU-{host}-{gpu}", metric, value))
+    names = ["ts", "host", "gpu", "uuid", "metric", "value"]
+    return pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(Path(tmp_path_factory.mktemp("health")) / "w.duckdb")
+    with Engine(path) as eng:
+        cur = eng.cursor()
+        telemetry.insert(cur, fleet())
+        cur.close()
+    return path
+
+
+@pytest.fixture
+def cur(db: str) -> Iterator[Any]:
+    with Engine(db) as eng:
+        cursor = eng.cursor()
+        yield cursor
+        cursor.close()
+
+
+def states(found: dict[str, Any]) -> dict[tuple[str, int], tuple[str, list[str]]]:
+    return {(g["host"], g["gpu"]): (g["state"], [r["rule"] for r in g["rules"]])
+            for g in found["gpus"]}  # fmt: skip
+
+
+def test_each_fault_gets_its_state_and_the_rest_are_ok(cur: Any) -> None:
+    found = health.report(cur)
+    assert states(found) == {
+        ("n1", 0): ("replace", ["repeated_hw_xid", "xid_drain"]),
+        ("n1", 1): ("watch", ["sbe_rate"]),
+        ("n2", 3): ("watch", ["silent"]),
+    }
+    assert found["counts"]["gpus"] == {"watch": 2, "drain": 0, "replace": 1, "ok": 5}
+    assert [(n["host"], n["state"], n["gpus"]) for n in found["nodes"]] == [
+        ("n1", "replace", [0, 1]), ("n2", "watch", [3])]  # fmt: skip
+    xid = found["gpus"][0]["rules"][0]
+    assert xid["count"] == 2 and [e["code"] for e in xid["evidence"]] == [79, 79]
+    assert xid["evidence"][0]["detail"] == "GPU has fallen off the bus"
+    silent = found["gpus"][-1]["rules"][0]["evidence"][0]["detail"]
+    assert silent.startswith("silent for 1200 s")
+    text = health.render(found)
+    assert "5 GPUs ok, 2 watch, 0 drain, 1 replace" in text and "XID 79" in text
+
+
+def test_the_thresholds_are_the_rules_table(cur: Any) -> None:
+    cur.execute("UPDATE wanka.health_rules SET threshold = 3 WHERE rule = 'repeated_hw_xid'")
+    cur.execute("UPDATE wanka.health_rules SET threshold = 100 WHERE rule = 'sbe_rate'")
+    try:
+        found = states(health.report(cur))
+        assert found[("n1", 0)] == ("drain", ["xid_drain"]) and ("n1", 1) not in found
+    finally:
+        cur.execute("UPDATE wanka.health_rules SET threshold = 2 WHERE rule = 'repeated_hw_xid'")
+        cur.execute("UPDATE wanka.health_rules SET threshold = 10 WHERE rule = 'sbe_rate'")
+
+
+def test_the_command_and_the_endpoint_say_the_same(db: str) -> None:
+    from service.http import create_app
+    from service.serve.server import Server
+    from warehouse.security.users import add_user
+
+    ran = CliRunner().invoke(app, ["--db", db, "health", "--format", "json"])
+    assert ran.exit_code == 0, ran.output
+    said = json.loads(ran.output)
+    assert states(said)[("n1", 0)][0] == "replace"
+    table = CliRunner().invoke(app, ["--db", db, "health"])
+    assert table.exit_code == 0 and "replace  n1" in table.output
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+    with Server(db) as server:
+        cursor = server.engine.cursor()
+        add_user(cursor, "ops", "reader", "health-pw-1")
+        cursor.close()
+        with TestClient(create_app(server)) as client:
+            answer = client.get("/v1/health", auth=("ops", "health-pw-1"))
+            assert answer.status_code == 200, answer.text
+            assert answer.json() == said
+            assert client.get("/v1/health").status_code == 401
