@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from warehouse import query
 from warehouse.analyses import all_analyses, run_analysis_table
 from warehouse.engine import Engine
 
@@ -34,8 +35,16 @@ REQUIRED = {
 #: Statements run (and rolled back) before an analysis whose answer on a healthy demo is rightly
 #: empty: the simulator keeps every GPU of a job at 1 % or more, so no GPU is idle until the
 #: idle_gpu rule calls a GPU under 40 % idle.
+#: The demo has no straggler either: the first GPU of a 16-GPU job is made 20 % slower.
+SLOW_GPU = (
+    "UPDATE gpu_metrics SET value = value * 0.8 WHERE metric = 'DCGM_FI_PROF_SM_ACTIVE' "
+    "AND (host, gpu) = (SELECT (host, gpu) FROM job_gpus WHERE job_id = (SELECT job_id FROM "
+    "job_gpus GROUP BY job_id HAVING count(DISTINCT (host, gpu)) >= 16 ORDER BY job_id LIMIT 1) "
+    "ORDER BY host, gpu LIMIT 1)"
+)
 DEMO_SETUP = {
     "idle_gpu_jobs": "UPDATE wanka.efficiency_rules SET threshold = 40 WHERE rule = 'idle_gpu'",
+    "stragglers": SLOW_GPU,
 }
 
 
@@ -59,7 +68,7 @@ def test_runs_on_the_demo_with_the_documented_columns(demo_engine: Engine, name:
     try:
         if setup:
             cur.execute("BEGIN TRANSACTION")  # rolled back: the other tests see the demo as built
-            cur.execute(setup)
+            query.execute(cur, setup).read_all()  # gpu_metrics is a view: wanka's DML runs it
         table = run_analysis_table(cur, name)
     finally:
         if setup:
@@ -180,3 +189,18 @@ def test_energy_by_team_splits_the_demo_into_measured_and_modelled(demo_engine: 
             row["facility_kwh"], abs=0.11
         )  # each rounded to 0.1 kWh
     assert sum(r["measured_kwh"] for r in rows) > 0 and sum(r["modelled_kwh"] for r in rows) > 0
+
+
+def test_stragglers_find_the_slow_gpu_of_a_job_and_nothing_on_a_healthy_demo(
+    demo_engine: Engine,
+) -> None:
+    cur = demo_engine.cursor()
+    try:
+        assert run_analysis_table(cur, "stragglers").num_rows == 0
+        cur.execute("BEGIN TRANSACTION")
+        query.execute(cur, SLOW_GPU).read_all()
+        [row] = run_analysis_table(cur, "stragglers").to_pylist()
+    finally:
+        cur.execute("ROLLBACK")
+        cur.close()
+    assert 15 <= row["slower_pct"] <= 25 and row["z"] < -3.5 and row["job_gpus"] >= 16

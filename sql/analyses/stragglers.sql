@@ -1,0 +1,64 @@
+-- stragglers: GPUs slower than the other GPUs of their own job, window after window: job, host, GPU, how much slower, since when.
+--
+-- A multi-GPU job runs in lock step, so one slow GPU (a bad HBM stack, a throttled or degraded
+-- part, a noisy neighbour) slows all of it; ByteDance's MegaScale and Microsoft's SuperBench
+-- find them by comparing a job's GPUs with each other, not with a fixed bar. Per job and
+-- window of $window_minutes, each GPU's mean SM activity (DCGM_FI_PROF_SM_ACTIVE, attributed
+-- through job_gpus) against the job's median: a robust z-score (MAD-based, 1.4826 × MAD) below
+-- -$z and at least $min_slower_pct below the median, in jobs with at least $min_gpus GPUs in
+-- the window. A straggler is a run of at least $min_windows such windows in a row.
+--
+-- Parameters:
+--   $window_minutes       INTEGER = 5     window length, minutes
+--   $min_windows          INTEGER = 3     windows in a row below the job's peers
+--   $z                    DOUBLE = 3.5    robust z-score below the job's median that counts
+--   $min_slower_pct       DOUBLE = 5      and at least this far below the median, %
+--   $min_gpus             INTEGER = 4     jobs with fewer GPUs in a window are not judged
+-- Columns:
+--   job_id                job (a pod: namespace/pod)
+--   host                  host of the slow GPU
+--   gpu                   GPU index on the host
+--   slower_pct            how far below the job's median SM activity, median over the run, %
+--   z                     robust z-score, median over the run
+--   windows               windows in a row, count
+--   since                 start of the first slow window
+--   until                 end of the last slow window
+--   sm_active             the GPU's mean SM activity over the run (0-1)
+--   job_median            the job's median SM activity over the run (0-1)
+--   job_gpus              GPUs of the job in those windows, count
+WITH activity AS (
+    SELECT j.job_id, m.host, m.gpu,
+           time_bucket(to_minutes(CAST($window_minutes AS BIGINT)), m.ts) AS w, avg(m.value) AS v
+    FROM gpu_metrics AS m
+    JOIN job_gpus AS j ON j.host = m.host AND j.gpu = m.gpu
+        AND m.ts >= j.start_at AND (j.end_at IS NULL OR m.ts < j.end_at)
+    WHERE m.metric = 'DCGM_FI_PROF_SM_ACTIVE' AND m.value = m.value
+    GROUP BY ALL
+), peers AS (
+    SELECT *, median(v) OVER job_w AS med, count(*) OVER job_w AS n
+    FROM activity WINDOW job_w AS (PARTITION BY job_id, w)
+), spread AS (
+    SELECT *, median(abs(v - med)) OVER (PARTITION BY job_id, w) AS mad FROM peers
+    WHERE n >= $min_gpus
+), judged AS (
+    SELECT *, (v - med) / nullif(1.4826 * mad, 0) AS z, 100 * (med - v) / nullif(med, 0) AS slower
+    FROM spread
+), slow AS (  -- a run of windows in a row: the window minus its rank is the same along it
+    SELECT *, w - to_minutes(CAST($window_minutes AS BIGINT))
+                  * row_number() OVER (PARTITION BY job_id, host, gpu ORDER BY w) AS run
+    FROM judged
+    WHERE slower >= $min_slower_pct AND (z < -$z OR (mad = 0 AND v < med))
+)
+SELECT job_id, host, gpu,
+       round(median(slower), 1) AS slower_pct,
+       round(median(z), 1) AS z,
+       count(*) AS windows,
+       min(w) AS since,
+       max(w) + to_minutes(CAST($window_minutes AS BIGINT)) AS until,
+       round(avg(v), 4) AS sm_active,
+       round(median(med), 4) AS job_median,
+       max(n) AS job_gpus
+FROM slow
+GROUP BY job_id, host, gpu, run
+HAVING count(*) >= $min_windows
+ORDER BY slower_pct DESC, job_id, host, gpu
