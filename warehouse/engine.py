@@ -334,14 +334,19 @@ def _quote_table(table: str) -> str:
 
 
 def insert_arrow(
-    cur: duckdb.DuckDBPyConnection, table: str, data: pa.Table | pa.RecordBatchReader
+    cur: duckdb.DuckDBPyConnection,
+    table: str,
+    data: pa.Table | pa.RecordBatchReader,
+    *,
+    events: bool = True,
 ) -> int:
     """INSERT ... BY NAME from an Arrow table or stream; columns it lacks take their defaults.
 
-    Rows for gpu_metrics (a view over the series and samples) go through `warehouse.telemetry`.
+    Rows for gpu_metrics (a view over the series and samples) go through `warehouse.telemetry`;
+    `events`: whether their GPU events are noted now (False: the caller notes its whole batch).
     """
     if telemetry.is_view(table):
-        return telemetry.insert(cur, data)
+        return telemetry.insert(cur, data, events=events)
     view = f"_wanka_insert_{threading.get_ident()}"
     cur.register(view, data)
     try:

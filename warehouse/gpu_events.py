@@ -23,20 +23,32 @@ LOOKBACK_S = 6 * 3600
 
 
 @functools.cache
-def _template() -> str:
-    return (sql_dir() / "health" / "gpu_events.sql").read_text(encoding="utf-8")
+def _template(name: str) -> str:
+    return (sql_dir() / "health" / f"{name}.sql").read_text(encoding="utf-8")
 
 
 def events_sql(batches: str) -> str:
-    """The SELECT of the events the batches `batches` (a SQL list or subquery of ids) show."""
-    return _template().format(batches=batches, repeat_gap_s=REPEAT_GAP_S, lookback_s=LOOKBACK_S)
+    """The SELECT of the events the batches `batches` (a SQL list of ids) show."""
+    return _template("gpu_events").format(
+        batches=batches, repeat_gap_s=REPEAT_GAP_S, lookback_s=LOOKBACK_S
+    )
 
 
 def note(cur: duckdb.DuckDBPyConnection, batches: str) -> int:
-    """Store the events of the telemetry batches `batches`; how many."""
+    """Store the events of the telemetry batches `batches` (a SQL list or subquery of ids) and
+    move wanka.gpu_event_state on; how many events. The ids are read first, so the scans of
+    gpu_samples see a list of constants (zone maps skip every older row group)."""
+    if batches.replace(",", "").replace(" ", "").isdigit():
+        ids = sorted({int(b) for b in batches.split(",")})
+    else:
+        ids = [int(r[0]) for r in cur.execute(f"SELECT DISTINCT * FROM ({batches})").fetchall()]
+    if not ids:
+        return 0
+    listed = ", ".join(map(str, ids))
     written = cur.execute(
         "INSERT INTO gpu_events (ts, host, gpu, uuid, kind, code, detail, metric, value, batch_id) "
         f"SELECT ts, host, gpu, uuid, kind, code, detail, metric, value, batch_id "
-        f"FROM ({events_sql(batches)})"
+        f"FROM ({events_sql(listed)})"
     ).fetchall()
+    cur.execute(_template("gpu_event_state").format(batches=listed))
     return int(written[0][0])

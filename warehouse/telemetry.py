@@ -76,7 +76,9 @@ def clear(cur: duckdb.DuckDBPyConnection, table: str) -> None:
         cur.execute(f'DELETE FROM "{table}"')
 
 
-def insert(cur: duckdb.DuckDBPyConnection, data: pa.Table | pa.RecordBatchReader) -> int:
+def insert(
+    cur: duckdb.DuckDBPyConnection, data: pa.Table | pa.RecordBatchReader, *, events: bool = True
+) -> int:
     """Append gpu_metrics rows (columns matched by name; missing ones are null, a missing
     batch_id one new batch id for all); returns the rows written."""
     if isinstance(data, pa.RecordBatchReader):  # a stream: one batch id for all of it too
@@ -93,7 +95,7 @@ def insert(cur: duckdb.DuckDBPyConnection, data: pa.Table | pa.RecordBatchReader
         raise UserError(f"gpu_metrics has no column {unknown[0]!r} (columns: {', '.join(COLUMNS)})")
     if not data.num_rows:
         return 0
-    return _insert_coded(cur, data, set(data.schema.names))
+    return _insert_coded(cur, data, set(data.schema.names), events)
 
 
 def _cast(names: set[str], wanted: tuple[str, ...]) -> str:
@@ -124,7 +126,9 @@ def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
     return _store(cur, f"{rows} AS x", samples, rows, batch)
 
 
-def _insert_coded(cur: duckdb.DuckDBPyConnection, data: pa.Table, names: set[str]) -> int:
+def _insert_coded(
+    cur: duckdb.DuckDBPyConnection, data: pa.Table, names: set[str], events: bool
+) -> int:
     """`insert_from` for Arrow rows, the label sets found in Arrow first (telemetry_codes): the
     SQL matches each distinct set to its series once, and the rows by an integer code."""
     present = [c for c in LABEL_COLUMNS if c in names]
@@ -151,14 +155,21 @@ def _insert_coded(cur: duckdb.DuckDBPyConnection, data: pa.Table, names: set[str
             f"SELECT i.series_id, x.ts, x.value, {batch} FROM {samples} AS x "
             f"JOIN ({ids}) i ON i.{_CODE} = x.{_CODE}"
         )
-        return _store(cur, f"{series} AS x", select, samples, batch)
+        return _store(cur, f"{series} AS x", select, samples, batch, events)
     finally:
         for view in (rows_view, sets_view):
             with contextlib.suppress(duckdb.TransactionException):  # aborted: keep the first error
                 cur.unregister(view)
 
 
-def _store(cur: duckdb.DuckDBPyConnection, series: str, samples: str, rows: str, batch: str) -> int:
+def _store(
+    cur: duckdb.DuckDBPyConnection,
+    series: str,
+    samples: str,
+    rows: str,
+    batch: str,
+    events: bool = True,
+) -> int:
     """Add the label sets of `series` as series, the rows `samples` selects as samples, the
     batch of `rows` (with ts, and batch_id where `batch` names it); the rows written."""
     try:
@@ -173,7 +184,8 @@ def _store(cur: duckdb.DuckDBPyConnection, series: str, samples: str, rows: str,
         attribution.note_gpus(cur, known)
         batches = f"SELECT DISTINCT x.batch_id FROM {rows} AS x" if batch == "x.batch_id" else batch
         attribution.note_labels(cur, batches)
-        gpu_events.note(cur, batches)
+        if events:  # else the caller notes them once its batch is whole (an ingest's chunks)
+            gpu_events.note(cur, batches)
     except duckdb.ConstraintException as error:
         raise UserError(_null_message(str(error))) from None
     return int(written[0][0])

@@ -76,3 +76,38 @@ INSERT INTO wanka.health_rules VALUES
      'NVLink CRC, replay or recovery error counts went up this many times'),
     ('silent', 'watch', 300, 300,
      'no sample for threshold seconds while another GPU of the same host still reports');
+
+-- The newest sample of each GPU and event field (warehouse/gpu_events.py): the sample an
+-- ingest's first one is compared with, so finding events reads the ingest's own samples only.
+-- gpu -1 and uuid '' stand for none.
+CREATE TABLE wanka.gpu_event_state (
+    host                VARCHAR NOT NULL,
+    gpu                 INTEGER NOT NULL,
+    uuid                VARCHAR NOT NULL,
+    metric              VARCHAR NOT NULL,
+    ts                  TIMESTAMPTZ NOT NULL,
+    value               DOUBLE,
+    PRIMARY KEY (host, gpu, uuid, metric)
+);
+
+-- The DCGM fields gpu_events are found in, and the kind of event each shows
+-- (sql/health/gpu_events.sql says what an event of each kind is).
+CREATE TABLE wanka.gpu_event_fields (
+    metric              VARCHAR PRIMARY KEY,
+    kind                VARCHAR NOT NULL    -- xid | ecc_sbe | ecc_dbe | row_remap | ... | throttle
+);
+INSERT INTO wanka.gpu_event_fields VALUES
+    ('DCGM_FI_DEV_XID_ERRORS', 'xid'),
+    ('DCGM_FI_DEV_ECC_SBE_VOL_TOTAL', 'ecc_sbe'),
+    ('DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 'ecc_dbe'),
+    ('DCGM_FI_DEV_ECC_SBE_AGG_TOTAL', 'ecc_sbe'),
+    ('DCGM_FI_DEV_ECC_DBE_AGG_TOTAL', 'ecc_dbe'),
+    ('DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS', 'row_remap'),
+    ('DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS', 'row_remap_uncorrectable'),
+    ('DCGM_FI_DEV_ROW_REMAP_FAILURE', 'row_remap_failure'),
+    ('DCGM_FI_DEV_CLOCK_THROTTLE_REASONS', 'throttle'),
+    ('DCGM_FI_DEV_CLOCKS_EVENT_REASONS', 'throttle'),
+    ('DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL', 'nvlink_error'),
+    ('DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL', 'nvlink_error'),
+    ('DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL', 'nvlink_error'),
+    ('DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL', 'nvlink_error');

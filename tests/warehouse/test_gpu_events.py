@@ -5,6 +5,7 @@ reading of the rules."""
 
 from __future__ import annotations
 
+import io
 import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -157,3 +158,28 @@ def test_a_copy_per_job_at_the_same_time_is_one_event(cur: Any) -> None:
     telemetry.insert(cur, first)
     telemetry.insert(cur, second)
     assert [(kind, code) for *_, kind, code, _ in events(cur)] == [("xid", 79)]
+
+
+def test_an_ingest_in_many_chunks_notes_each_event_once(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`wanka ingest` stores a file chunk by chunk in one batch: the events are noted once the
+    batch is whole, not again with every chunk."""
+    from warehouse.ingest import dcgm, ingest_stream
+
+    monkeypatch.setattr(dcgm, "BLOCK_BYTES", 4_000)  # a block is a chunk: some 50 lines
+    lines = []
+    for k in range(400):
+        ts = int((T0 + timedelta(minutes=k)).timestamp() * 1000)
+        xid = 79 if k in (100, 300) else 0
+        lines.append(f'DCGM_FI_DEV_XID_ERRORS{{gpu="0",UUID="GPU-a",Hostname="n1"}} {xid} {ts}')
+    text = "\n".join(lines) + "\n"
+    with Engine(str(tmp_path / "w.duckdb")) as eng:
+        ingest_stream(eng, "dcgm", io.BytesIO(text.encode()), name="x.prom")
+        assert eng.cursor().execute(
+            "SELECT count(DISTINCT batch_id) FROM gpu_events"
+        ).fetchone() == (1,)
+        cur = eng.cursor()
+        assert [(ts.minute, kind, code) for ts, _, _, kind, code, _ in events(cur)] == [
+            (40, "xid", 79), (0, "xid", 79)]  # fmt: skip
+        cur.close()

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute
 
-from warehouse import attribution
+from warehouse import attribution, gpu_events
 from warehouse.engine import Engine, insert_arrow
 from warehouse.errors import UserError
 from warehouse.ingest import sources
@@ -112,6 +112,8 @@ def ingest_source(
                 digest = handle.hashed.hexdigest() if handle.hashed else sources.sha256(source.path)
         if result.rows:
             attribution.after_ingest(cur, batch_id, set(result.rows))
+        if "gpu_metrics" in result.rows:
+            gpu_events.note(cur, str(batch_id))
         if result.total_rows == 0 and result.rejected:
             reason = result.first_reject.reason if result.first_reject else "unreadable"
             where = (
@@ -200,7 +202,7 @@ def _store(
         if keys:
             rows = last_per_key(rows, keys)
             _delete_replaced(cur, chunk.table, keys, rows)
-        insert_arrow(cur, chunk.table, rows)
+        insert_arrow(cur, chunk.table, rows, events=False)  # noted once the batch is whole
         result.rows[chunk.table] = result.rows.get(chunk.table, 0) + rows.num_rows
     if chunk.rejects:
         if result.first_reject is None:
