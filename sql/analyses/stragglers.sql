@@ -3,13 +3,12 @@
 -- A multi-GPU job runs in lock step, so one slow GPU (a bad HBM stack, a throttled or degraded
 -- part, a noisy neighbour) slows all of it; ByteDance's MegaScale and Microsoft's SuperBench
 -- find them by comparing a job's GPUs with each other, not with a fixed bar. Per job and
--- window of $window_minutes, each GPU's mean SM activity (DCGM_FI_PROF_SM_ACTIVE, attributed
+-- 5-minute window, each GPU's mean SM activity (DCGM_FI_PROF_SM_ACTIVE, attributed
 -- through job_gpus) against the job's median: a robust z-score (MAD-based, 1.4826 × MAD) below
 -- -$z and at least $min_slower_pct below the median, in jobs with at least $min_gpus GPUs in
 -- the window. A straggler is a run of at least $min_windows such windows in a row.
 --
 -- Parameters:
---   $window_minutes       INTEGER = 5     window length, minutes
 --   $min_windows          INTEGER = 3     windows in a row below the job's peers
 --   $z                    DOUBLE = 3.5    robust z-score below the job's median that counts
 --   $min_slower_pct       DOUBLE = 5      and at least this far below the median, %
@@ -28,7 +27,7 @@
 --   job_gpus              GPUs of the job in those windows, count
 WITH activity AS (
     SELECT j.job_id, m.host, m.gpu,
-           time_bucket(to_minutes(CAST($window_minutes AS BIGINT)), m.ts) AS w, avg(m.value) AS v
+           time_bucket(INTERVAL '5 minutes', m.ts) AS w, avg(m.value) AS v
     FROM gpu_metrics AS m
     JOIN job_gpus AS j ON j.host = m.host AND j.gpu = m.gpu
         AND m.ts >= j.start_at AND (j.end_at IS NULL OR m.ts < j.end_at)
@@ -44,8 +43,8 @@ WITH activity AS (
     SELECT *, (v - med) / nullif(1.4826 * mad, 0) AS z, 100 * (med - v) / nullif(med, 0) AS slower
     FROM spread
 ), slow AS (  -- a run of windows in a row: the window minus its rank is the same along it
-    SELECT *, w - to_minutes(CAST($window_minutes AS BIGINT))
-                  * row_number() OVER (PARTITION BY job_id, host, gpu ORDER BY w) AS run
+    SELECT *, CAST(epoch(w) / 300 AS BIGINT)
+                  - row_number() OVER (PARTITION BY job_id, host, gpu ORDER BY w) AS run
     FROM judged
     WHERE slower >= $min_slower_pct AND (z < -$z OR (mad = 0 AND v < med))
 )
@@ -54,7 +53,7 @@ SELECT job_id, host, gpu,
        round(median(z), 1) AS z,
        count(*) AS windows,
        min(w) AS since,
-       max(w) + to_minutes(CAST($window_minutes AS BIGINT)) AS until,
+       max(w) + INTERVAL '5 minutes' AS until,
        round(avg(v), 4) AS sm_active,
        round(median(med), 4) AS job_median,
        max(n) AS job_gpus

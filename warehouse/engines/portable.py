@@ -18,6 +18,7 @@ from sqlglot.errors import ErrorLevel, SqlglotError
 
 from udfs.registry import REGISTRY
 from warehouse.engines.rules import RULES, bucket_width_s
+from warehouse.tables import declared
 
 #: DuckDB functions (as sqlglot leaves them: Anonymous) with no faithful Spark form.
 _NO_SPARK_FORM = {
@@ -179,14 +180,20 @@ def _own_tables(tree: exp.Expression) -> list[str]:
     """Tables of wanka's own schema (settings such as wanka.efficiency_rules): the lake holds
     base, reference and dynamic tables only."""
     found = []
+    views = {t.name for t in declared() if t.view and not t.lake}
     for table in tree.find_all(exp.Table):
+        problem = None
         if table.db.lower() == "wanka":
             problem = (
                 f"wanka.{table.name} is wanka's own table, which the lake does not carry: "
                 "pass its values as parameters"
             )
-            if problem not in found:
-                found.append(problem)
+        elif not table.db and table.name.lower() in views:
+            problem = (
+                f"{table.name} is a view over wanka's own tables, which the lake does not carry"
+            )
+        if problem and problem not in found:
+            found.append(problem)
     return found
 
 

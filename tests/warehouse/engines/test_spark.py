@@ -34,6 +34,7 @@ DUCKDB_ONLY = {
     "gpu_allocation": "to_microseconds",
     "gpu_efficiency": "wanka.efficiency_rules",
     "idle_gpu_jobs": "wanka.efficiency_rules",
+    "stragglers": "job_gpus is a view",
 }
 
 
