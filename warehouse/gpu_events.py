@@ -3,9 +3,11 @@ throttling and NVLink errors, from the DCGM gauges and counters a batch of telem
 
 dcgm-exporter reports state, not events (its XID field is the last code seen, its ECC fields are
 counters), so an event is a change between a sample and the one before it of the same GPU and
-field; the rules are SQL in sql/health/gpu_events.sql. Both telemetry paths (`warehouse.telemetry`
-for ingest, `warehouse.remote_write.store`) call `note` in their transaction, so the events of a
-batch are stored with it, once: a delivery stored again adds no samples and so no events.
+field; the rules are SQL in sql/health/gpu_events.sql. Every telemetry write calls `note` in its
+transaction once its batch is whole (`warehouse.telemetry.insert`, or an ingest after its last
+chunk; `warehouse.remote_write.store` per group commit), so the events of a batch are stored
+with it, once: a delivery stored again adds no samples and so no events. The sample before a
+batch comes from wanka.gpu_event_state, which each `note` moves on.
 """
 
 from __future__ import annotations
