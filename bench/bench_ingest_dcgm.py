@@ -41,7 +41,8 @@ import pyarrow.csv as pacsv  # noqa: E402
 pa.set_cpu_count(1)
 pa.set_io_thread_count(1)
 
-from warehouse.engine import Engine, insert_arrow  # noqa: E402
+from warehouse.arrow_tables import insert_arrow  # noqa: E402
+from warehouse.engine import Engine  # noqa: E402
 from warehouse.ingest import ReadOptions, ingest  # noqa: E402
 from warehouse.ingest.base import Source  # noqa: E402
 from warehouse.ingest.batch import read_context  # noqa: E402

@@ -63,7 +63,7 @@ def migrations(folder: Path | None = None) -> tuple[Migration, ...]:
     """All schema migrations in version order; numbers grow, gaps are allowed.
 
     A gap is a step another branch has claimed and not yet merged: when it arrives, databases
-    that already have the later steps gain it on open (see `engine.migrate`).
+    that already have the later steps gain it on open (see `migrations.migrate`).
 
     >>> [m.version for m in migrations()][:3]
     [1, 2, 3]

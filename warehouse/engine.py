@@ -1,8 +1,9 @@
 """The one place that opens DuckDB.
 
 An `Engine` owns one database file: it resolves where the file is, opens it (saying clearly when
-another process holds it), brings its schema up to date from `sql/schema/`, loads the reference
-tables from `sql/reference/`, and binds the model functions. Everything else asks it for cursors.
+another process holds it), brings its schema up to date (`warehouse.migrations`), loads the
+reference tables (`warehouse.reference`), and binds the model functions. Everything else asks it
+for cursors.
 """
 
 from __future__ import annotations
@@ -11,17 +12,19 @@ import os
 import re
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.csv as pacsv
 
 from udfs import registry
-from warehouse import catalog, telemetry
-from warehouse.errors import DatabaseLocked, SchemaTooNew, UserError, one_line
+from warehouse.arrow_tables import insert_arrow, table_schema
+from warehouse.errors import DatabaseLocked, UserError, one_line
+from warehouse.migrations import applied_version, check_version, migrate
+from warehouse.reference import load_reference_tables
+from warehouse.transactions import transaction
 
 DEFAULT_DB = "wanka.duckdb"
 #: The name the database file is attached under. Not the file's stem: a file called
@@ -224,23 +227,6 @@ class Engine:
         self.close()
 
 
-@contextmanager
-def transaction(cur: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
-    """BEGIN ... COMMIT on `cur`; anything raised inside (or by COMMIT) rolls it all back.
-
-    The one way wanka opens a transaction of its own, so none is left open on a cursor after
-    an error: the next statement on that cursor would otherwise run inside it.
-    """
-    cur.execute("BEGIN TRANSACTION")
-    try:
-        yield cur
-        cur.execute("COMMIT")
-    except BaseException:
-        with suppress(duckdb.Error):  # COMMIT that failed has ended the transaction already
-            cur.execute("ROLLBACK")
-        raise
-
-
 def connect_memory() -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with wanka's settings and model functions, for reading a lake.
 
@@ -249,156 +235,3 @@ def connect_memory() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:", config=dict(BASE_CONFIG))
     registry.register(con)
     return con
-
-
-# -- schema ----------------------------------------------------------------------------------
-
-_MIGRATIONS_DDL = """
-CREATE SCHEMA IF NOT EXISTS wanka;
-CREATE TABLE IF NOT EXISTS wanka.schema_migrations (
-    version     INTEGER PRIMARY KEY,
-    name        VARCHAR NOT NULL,
-    sha256      VARCHAR NOT NULL,
-    applied_at  TIMESTAMPTZ NOT NULL DEFAULT now()
-);
-"""
-
-
-def applied_version(con: duckdb.DuckDBPyConnection) -> int:
-    """The schema version recorded in the file; 0 for a file wanka never touched."""
-    exists = con.sql(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-        "AND schema_name = 'wanka' AND table_name = 'schema_migrations'"
-    ).fetchall()[0][0]
-    if not exists:
-        return 0
-    return int(
-        con.sql("SELECT coalesce(max(version), 0) FROM wanka.schema_migrations").fetchall()[0][0]
-    )
-
-
-def check_version(con: duckdb.DuckDBPyConnection) -> int:
-    """Refuse a file written by a newer wanka; return its version."""
-    found, known = applied_version(con), catalog.latest_version()
-    if found > known:
-        raise SchemaTooNew(
-            f"this database has schema version {found} but this wanka knows only up to "
-            f"{known}: upgrade wanka (pip install -U wanka) or open another --db"
-        )
-    return found
-
-
-def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
-    """Apply every schema step the file lacks, each in its own transaction; return them."""
-    con.execute(_MIGRATIONS_DDL)
-    check_version(con)
-    # By the set of recorded steps, not the highest: a step filling a numbering gap is applied
-    # to a file that already has the steps after it.
-    done = {v for (v,) in con.sql("SELECT version FROM wanka.schema_migrations").fetchall()}
-    applied: list[int] = []
-    for step in catalog.migrations():
-        if step.version in done:
-            continue
-        try:
-            with transaction(con):
-                con.execute(step.sql)
-                con.execute(
-                    "INSERT INTO wanka.schema_migrations (version, name, sha256) VALUES (?, ?, ?)",
-                    [step.version, step.name, step.sha256],
-                )
-        except duckdb.Error as error:
-            raise RuntimeError(f"schema step {step.path.name} failed: {error}") from error
-        applied.append(step.version)
-    return applied
-
-
-# -- reference tables -----------------------------------------------------------------------
-
-
-def table_schema(con: duckdb.DuckDBPyConnection, table: str) -> pa.Schema:
-    """The Arrow schema DuckDB gives `table`'s columns."""
-    database = con.sql("SELECT current_database()").fetchall()[0][0]
-    cur = con.cursor()
-    try:
-        cur.execute(f'USE "{database}"')
-        return cur.sql(f"SELECT * FROM {_quote_table(table)} LIMIT 0").to_arrow_table().schema
-    finally:
-        cur.close()
-
-
-def _quote_table(table: str) -> str:
-    parts = table.split(".")
-    if not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p) for p in parts) or len(parts) > 2:
-        raise UserError(f"not a table name: {table!r}")
-    return ".".join(f'"{p}"' for p in parts)
-
-
-def insert_arrow(
-    cur: duckdb.DuckDBPyConnection,
-    table: str,
-    data: pa.Table | pa.RecordBatchReader,
-    *,
-    events: bool = True,
-) -> int:
-    """INSERT ... BY NAME from an Arrow table or stream; columns it lacks take their defaults.
-
-    Rows for gpu_metrics (a view over the series and samples) go through `warehouse.telemetry`;
-    `events`: whether their GPU events are noted now (False: the caller notes its whole batch).
-    """
-    if telemetry.is_view(table):
-        return telemetry.insert(cur, data, events=events)
-    view = f"_wanka_insert_{threading.get_ident()}"
-    cur.register(view, data)
-    try:
-        rows = cur.execute(f"INSERT INTO {_quote_table(table)} BY NAME SELECT * FROM {view}")
-        return int(rows.fetchall()[0][0])
-    finally:
-        cur.unregister(view)
-
-
-def read_reference_csv(con: duckdb.DuckDBPyConnection, ref: catalog.ReferenceTable) -> pa.Table:
-    """Read a reference CSV with the column types of its table; unknown columns are an error.
-
-    Only an empty field is NULL: a spec value spelled 'NA' or 'null' stays text.
-    """
-    schema = table_schema(con, ref.table)
-    header = pacsv.read_csv(ref.path, read_options=pacsv.ReadOptions(block_size=1 << 16)).schema
-    unknown = [c for c in header.names if c not in schema.names]
-    if unknown:
-        raise ValueError(f"{ref.path}: columns {unknown} are not in table {ref.table}")
-    types = {name: schema.field(name).type for name in header.names}
-    options = pacsv.ConvertOptions(
-        column_types=types,
-        null_values=[""],
-        strings_can_be_null=True,
-        quoted_strings_can_be_null=False,
-    )
-    return pacsv.read_csv(ref.path, convert_options=options)
-
-
-def load_reference_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Replace each reference table whose CSV changed since it was last loaded."""
-    loaded = dict(
-        con.sql("SELECT table_name, content_sha256 FROM wanka.reference_loads").fetchall()
-    )
-    changed: list[str] = []
-    for ref in catalog.reference_tables():
-        digest = ref.sha256
-        if loaded.get(ref.table) == digest:
-            continue
-        rows = read_reference_csv(con, ref)
-        with transaction(con):
-            con.execute(f"DELETE FROM {_quote_table(ref.table)}")
-            insert_arrow(con, ref.table, rows)
-            # dynamic tables joining a reference table see the reload and refresh fully
-            con.execute(
-                "INSERT INTO wanka.table_changes SELECT ?, nextval('wanka.batch_seq'), 'reload', "
-                "?, now()",
-                [ref.table, rows.num_rows],
-            )
-            con.execute(
-                "INSERT OR REPLACE INTO wanka.reference_loads VALUES (?, ?, ?, ?, now())",
-                [ref.table, ref.path.name, digest, rows.num_rows],
-            )
-        changed.append(ref.table)
-    return changed

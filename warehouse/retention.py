@@ -29,8 +29,8 @@ from warehouse.dynamic import catalog
 from warehouse.dynamic.catalog import DynamicTable
 from warehouse.dynamic.plan.groups import bucket_width
 from warehouse.dynamic.plan.joins import tables_of
-from warehouse.engine import transaction
 from warehouse.errors import UserError
+from warehouse.transactions import transaction
 
 #: Tables a rule may be set on: their time column and the table whose rows are deleted.
 TIME_TABLES = {"gpu_metrics": ("ts", telemetry.SAMPLES)}

@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from warehouse import catalog, engine
+from warehouse import catalog, engine, migrations, reference
 from warehouse.engine import Engine, resolve_db_path
 from warehouse.errors import DatabaseLocked, SchemaTooNew, UserError
 
@@ -51,8 +51,8 @@ def test_fresh_file_gets_every_table_and_the_latest_version(db_path: Path) -> No
 def test_reopening_changes_nothing(db_path: Path) -> None:
     Engine(str(db_path)).close()
     with Engine(str(db_path)) as eng:
-        assert engine.migrate(eng.con) == []
-        assert engine.load_reference_tables(eng.con) == []
+        assert migrations.migrate(eng.con) == []
+        assert reference.load_reference_tables(eng.con) == []
 
 
 def test_contract_columns_exist(db_path: Path) -> None:
@@ -132,8 +132,8 @@ def test_failed_schema_step_leaves_nothing_half_done(
     monkeypatch.setattr(catalog, "reference_tables", lambda folder=None: ())
     con = duckdb.connect(str(db_path))
     with pytest.raises(RuntimeError, match=r"0002_bad\.sql failed"):
-        engine.migrate(con)
-    assert engine.applied_version(con) == 1
+        migrations.migrate(con)
+    assert migrations.applied_version(con) == 1
     tables = {t for (t,) in con.sql("SELECT table_name FROM duckdb_tables()").fetchall()}
     assert "a" in tables and "b" not in tables
 

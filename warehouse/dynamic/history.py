@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import duckdb
 
-from warehouse.engine import transaction
+from warehouse.transactions import transaction
 
 BACKOFF_BASE_S = 30.0
 BACKOFF_CAP_S = 3600.0

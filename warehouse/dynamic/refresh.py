@@ -41,9 +41,9 @@ from warehouse.dynamic.regroup import (
     recompute_groups,
     trim_changes,
 )
-from warehouse.engine import transaction
 from warehouse.errors import UserError, WankaError, one_line
 from warehouse.tables import TRACKED
+from warehouse.transactions import transaction
 
 __all__ = ["RefreshFailed", "refresh", "visible_table"]
 

@@ -16,11 +16,11 @@ from sqlglot.tokenizer_core import Token, TokenType
 from warehouse.dynamic import catalog, chain, dml
 from warehouse.dynamic.plan import Full, parse_select, plan_query
 from warehouse.dynamic.refresh import refresh
-from warehouse.engine import transaction
 from warehouse.engines.portable import spark_columns
 from warehouse.errors import UserError
 from warehouse.promql import sql_function
 from warehouse.script import DynamicStatement
+from warehouse.transactions import transaction
 
 
 def run(cur: duckdb.DuckDBPyConnection, statement: DynamicStatement) -> pa.Table:

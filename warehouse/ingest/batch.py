@@ -22,7 +22,8 @@ import pyarrow as pa
 import pyarrow.compute
 
 from warehouse import attribution, gpu_events
-from warehouse.engine import Engine, insert_arrow
+from warehouse.arrow_tables import insert_arrow
+from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.ingest import sources
 from warehouse.ingest.base import FORMATS, Format, Parsed, ReadContext, ReadOptions, Reject, Source

@@ -26,8 +26,8 @@ import duckdb
 import pyarrow as pa
 
 from warehouse import attribution, gpu_events, telemetry
-from warehouse.engine import transaction
 from warehouse.remote_write.rows import Decoded, SeriesCache
+from warehouse.transactions import transaction
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from warehouse import engine
+from warehouse import arrow_tables, engine, migrations
 
 TS_TYPE = pa.timestamp("us", tz="UTC")
 
@@ -28,8 +28,8 @@ def ddl_schema(table: str) -> pa.Schema:
     """
     con = duckdb.connect(":memory:", config=dict(engine.BASE_CONFIG))
     try:
-        engine.migrate(con)
-        return engine.table_schema(con, table)
+        migrations.migrate(con)
+        return arrow_tables.table_schema(con, table)
     finally:
         con.close()
 
