@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -123,3 +124,20 @@ class Duration(click.ParamType[float]):
         if not parts or "".join(n + u for n, u in parts) != text:
             self.fail(f"{value!r} is not a duration like 15s, 1m30s or 500ms", param, ctx)
         return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+def report_format(what: str) -> Callable[[F], F]:
+    """`--format table|json` of a command that prints a report: text, or `what` as JSON."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["table", "json"]),
+        default="table",
+        show_default=True,
+        help=f"A text report, or {what} as JSON.",
+    )
+
+
+def echo_report(found: dict[str, Any], render: Callable[[dict[str, Any]], str], fmt: str) -> None:
+    """Print a report in the `--format` asked for."""
+    click.echo(json.dumps(found, indent=2) if fmt == "json" else render(found))

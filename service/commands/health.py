@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from service.commands.common import open_engine
+from service.commands.common import echo_report, open_engine, report_format
 from warehouse import health as report
 
 
 @click.command()
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="A text report, or the same data as JSON (GET /v1/health).",
-)
+@report_format("the same data (GET /v1/health)")
 @click.pass_context
 def health(ctx: click.Context, fmt: str) -> None:
     """Per GPU and node a state (ok, watch, drain, replace) with the rule that fired and its
@@ -30,4 +21,4 @@ def health(ctx: click.Context, fmt: str) -> None:
             found = report.report(cur)
         finally:
             cur.close()
-    click.echo(json.dumps(found, indent=2) if fmt == "json" else report.render(found))
+    echo_report(found, report.render, fmt)

@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from service.commands.common import open_engine
+from service.commands.common import echo_report, open_engine, report_format
 from warehouse import jobstats as report
 
 
 @click.command()
 @click.argument("job_id")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="A text report, or the same data as JSON.",
-)
+@report_format("the same data")
 @click.pass_context
 def jobstats(ctx: click.Context, job_id: str, fmt: str) -> None:
     """What JOB_ID did with its GPUs: the job's facts, each GPU's utilisation, memory and
@@ -35,4 +26,4 @@ def jobstats(ctx: click.Context, job_id: str, fmt: str) -> None:
             found = report.stats(cur, job_id)
         finally:
             cur.close()
-    click.echo(json.dumps(found, indent=2) if fmt == "json" else report.render(found))
+    echo_report(found, report.render, fmt)
