@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.serving import free_port, start_server, wanka
+from bench.serving import free_port, start_server, wait_ready, wanka
 from warehouse.engine import Engine
 from warehouse.ingest.batch import read_context
 from warehouse.ingest.models import ModelNames
@@ -140,16 +140,8 @@ def start_prometheus(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
         stderr=(folder / "prometheus.log").open("wb"),
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)  # polling its readiness, not timing anything
-    process.kill()
-    raise SystemExit("prometheus did not start")
+    wait_ready(process, f"{url}/-/ready", "prometheus")
+    return process, url
 
 
 def load(db: str, prometheus: str, gpus: int, steps: int, start_ms: int) -> dict[str, float]:

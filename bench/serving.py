@@ -35,12 +35,19 @@ def start_server(db: str, *options: str) -> tuple[subprocess.Popen[bytes], str]:
     command = [*WANKA, "--db", db, "serve", "--http-port", str(port), *options]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, env=dict(os.environ))
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    wait_ready(process, f"{url}/healthz", "wanka serve")
+    return process, url
+
+
+def wait_ready(process: subprocess.Popen[bytes], url: str, what: str, within_s: float = 60) -> None:
+    """Return once `url` answers 200; kill `process` and stop the benchmark if it never does."""
+    deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return process, url
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
         except httpx.TransportError:
-            time.sleep(0.05)  # polling for start-up, not timing anything
+            pass
+        time.sleep(0.05)  # polling for start-up, not timing anything
     process.kill()
-    raise SystemExit("wanka serve did not start")
+    raise SystemExit(f"{what} did not start")
