@@ -13,13 +13,10 @@ row cap as `/v1/query` (a series is a row).
 from __future__ import annotations
 
 import json
-import math
 import time
-from datetime import datetime
 from importlib import metadata
 from typing import Annotated, Any
 
-import promql_parser as pp
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
@@ -28,7 +25,7 @@ from service.http.workers import off_loop
 from service.serve.server import Server
 from service.serve.session import QueryTimeout
 from warehouse.errors import UserError
-from warehouse.promql import catalog, evaluate, render, translate
+from warehouse.promql import catalog, evaluate, render, times, translate
 from warehouse.promql.evaluate import Compiled
 from warehouse.promql.plan import PromQLError
 from warehouse.security.policy import Refused
@@ -88,33 +85,17 @@ def time_ms(text: str | None, name: str, default: int) -> int:
     """A time parameter (Unix seconds, fractions allowed, or RFC 3339) in ms."""
     if text is None or text == "":
         return default
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            seconds = datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            raise bad(
-                f'invalid parameter "{name}": cannot parse "{text}" to a valid timestamp'
-            ) from None
-    if math.isnan(seconds) or math.isinf(seconds):
+    found = times.seconds(text)
+    if found is None:
         raise bad(f'invalid parameter "{name}": cannot parse "{text}" to a valid timestamp')
-    return max(MIN_MS, min(MAX_MS, round(seconds * 1000)))
+    return max(MIN_MS, min(MAX_MS, round(found * 1000)))
 
 
 def duration_ms(text: str, name: str) -> int:
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            return round(pp.parse_duration(text).total_seconds() * 1000)
-        except ValueError:
-            raise bad(
-                f'invalid parameter "{name}": cannot parse "{text}" to a valid duration'
-            ) from None
-    if math.isnan(seconds) or math.isinf(seconds) or abs(seconds) > 2**53 / 1000:
+    found = times.duration_ms(text)
+    if found is None:
         raise bad(f'invalid parameter "{name}": cannot parse "{text}" to a valid duration')
-    return round(seconds * 1000)
+    return found
 
 
 def _timeout_s(given: dict[str, list[str]]) -> float | None:

@@ -13,20 +13,18 @@ refused before it runs. A dynamic table that reads one is expanded afresh at eac
 
 from __future__ import annotations
 
-import math
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import duckdb
-import promql_parser as pp
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from warehouse.errors import UserError
-from warehouse.promql import evaluate
+from warehouse.promql import evaluate, times
 from warehouse.promql.plan import PromQLError
 
 NAMES = ("promql_range", "promql_query")
@@ -210,45 +208,24 @@ def _time_ms(cur: duckdb.DuckDBPyConnection, name: str, what: str, arg: str) -> 
     if isinstance(value, datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=UTC)  # no zone: UTC, as stored
         return round(moment.timestamp() * 1000)
-    if isinstance(value, int | float | Decimal):
-        seconds = float(value)
-    elif isinstance(value, str):
-        seconds = _text_seconds(name, what, value)
-    else:
+    if not isinstance(value, int | float | Decimal | str):
         raise UserError(f"{name}: {what} must be a timestamp or Unix seconds, not {kind}")
-    if math.isnan(seconds) or math.isinf(seconds):
-        raise UserError(f"{name}: {what} {value!r} is not a time")
-    return round(seconds * 1000)
-
-
-def _text_seconds(name: str, what: str, text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise UserError(f"{name}: cannot read {what} {text!r} as a time") from None
+    found = times.seconds(str(value))
+    if found is None:
+        raise UserError(f"{name}: cannot read {what} {value!r} as a time")
+    return round(found * 1000)
 
 
 def _step_ms(cur: duckdb.DuckDBPyConnection, name: str, arg: str) -> int:
-    kind, value = _value(cur, name, "step", arg)
-    if kind == "INTERVAL":
-        row = cur.execute(
-            f"SELECT epoch(({_constant(name, 'step', arg).sql('duckdb')}))"
-        ).fetchone()
-        assert row is not None
-        return round(float(row[0]) * 1000)
-    if isinstance(value, int | float | Decimal) and math.isfinite(float(value)):
-        return round(float(value) * 1000)
-    if isinstance(value, str):
-        try:
-            return round(float(value) * 1000)
-        except ValueError:
-            pass
-        try:
-            return round(pp.parse_duration(value).total_seconds() * 1000)
-        except ValueError:
-            raise UserError(f"{name}: cannot read step {value!r} as a duration") from None
-    raise UserError(f"{name}: step must be an INTERVAL, seconds or a duration like '1m'")
+    _, value = _value(cur, name, "step", arg)
+    if isinstance(value, timedelta):  # an INTERVAL
+        return round(value.total_seconds() * 1000)
+    found = (
+        times.duration_ms(str(value)) if isinstance(value, int | float | Decimal | str) else None
+    )
+    if found is None:
+        raise UserError(
+            f"{name}: cannot read step {value!r} as a duration: give an INTERVAL, seconds or "
+            "a duration like '1m'"
+        )
+    return found
