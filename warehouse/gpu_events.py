@@ -13,6 +13,7 @@ batch comes from wanka.gpu_event_state, which each `note` moves on.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 import duckdb
 
@@ -36,17 +37,13 @@ def events_sql(batches: str) -> str:
     )
 
 
-def note(cur: duckdb.DuckDBPyConnection, batches: str) -> int:
-    """Store the events of the telemetry batches `batches` (a SQL list or subquery of ids) and
-    move wanka.gpu_event_state on; how many events. The ids are read first, so the scans of
-    gpu_samples see a list of constants (zone maps skip every older row group)."""
-    if batches.replace(",", "").replace(" ", "").isdigit():
-        ids = sorted({int(b) for b in batches.split(",")})
-    else:
-        ids = [int(r[0]) for r in cur.execute(f"SELECT DISTINCT * FROM ({batches})").fetchall()]
-    if not ids:
+def note(cur: duckdb.DuckDBPyConnection, batch_ids: Sequence[int]) -> int:
+    """Store the events of the telemetry batches `batch_ids` and move wanka.gpu_event_state on;
+    how many events. The ids are constants in the SQL, so its scans of gpu_samples skip every
+    older row group (zone maps)."""
+    if not batch_ids:
         return 0
-    listed = ", ".join(map(str, ids))
+    listed = ", ".join(str(int(b)) for b in sorted(set(batch_ids)))
     written = cur.execute(
         "INSERT INTO gpu_events (ts, host, gpu, uuid, kind, code, detail, metric, value, batch_id) "
         f"SELECT ts, host, gpu, uuid, kind, code, detail, metric, value, batch_id "

@@ -185,7 +185,8 @@ def _store(
         batches = f"SELECT DISTINCT x.batch_id FROM {rows} AS x" if batch == "x.batch_id" else batch
         attribution.note_labels(cur, batches)
         if events:  # else the caller notes them once its batch is whole (an ingest's chunks)
-            gpu_events.note(cur, batches)
+            ids = cur.execute(batches).fetchall() if batch == "x.batch_id" else [(int(batch),)]
+            gpu_events.note(cur, [int(i) for (i,) in ids])
     except duckdb.ConstraintException as error:
         raise UserError(_null_message(str(error))) from None
     return int(written[0][0])

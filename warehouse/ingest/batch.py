@@ -114,7 +114,7 @@ def ingest_source(
         if result.rows:
             attribution.after_ingest(cur, batch_id, set(result.rows))
         if "gpu_metrics" in result.rows:
-            gpu_events.note(cur, str(batch_id))
+            gpu_events.note(cur, [batch_id])
         if result.total_rows == 0 and result.rejected:
             reason = result.first_reject.reason if result.first_reject else "unreadable"
             where = (

@@ -142,7 +142,7 @@ def _store_gpu(
             )
             attribution.note_gpus(cur, known)
             attribution.note_labels(cur, str(batch_id))
-            gpu_events.note(cur, str(batch_id))
+            gpu_events.note(cur, [batch_id])
         resolved = cur.execute(f"SELECT sid, series_id FROM {ids} WHERE resolved").fetchall()
     finally:
         cur.execute(f"DROP TABLE IF EXISTS {fresh}")
