@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from warehouse.simulate.config import SimConfig
+from warehouse.simulate.faults import draw_faults
 from warehouse.simulate.inventory import (
     build_inventory,
     clusters_table,
@@ -16,13 +17,14 @@ from warehouse.simulate.inventory import (
     sites_table,
 )
 from warehouse.simulate.joblog import build_joblog
+from warehouse.simulate.nccl import probe_results
 from warehouse.simulate.scheduler import schedule
 from warehouse.simulate.telemetry import Observer, batches, sample_count
-from warehouse.simulate.telemetry_plan import TelemetryPlan, build_plan
+from warehouse.simulate.telemetry_plan import TelemetryPlan, build_plan, fault_space, with_faults
 from warehouse.simulate.workload import generate_workload
 
 #: Tags that give each step of the pipeline a generator of its own.
-_INVENTORY, _WORKLOAD, _SCHEDULER, _JOBLOG, _TELEMETRY = range(5)
+_INVENTORY, _WORKLOAD, _SCHEDULER, _JOBLOG, _TELEMETRY, _FAULTS, _NCCL = range(7)
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class SimulatedCluster:
     telemetry: TelemetryPlan
     #: per jobs row, the GPU indices it holds on each of its hosts (as `node_list`); () if none
     gpu_slots: tuple[tuple[int, ...], ...] = ()
+    #: nccl-tests probe results (SimConfig.nccl_probe_s), shaped like `nccl_results`
+    nccl_results: pa.Table | None = None
 
     @property
     def sample_count(self) -> int:
@@ -63,7 +67,7 @@ class SimulatedCluster:
             "jobs": self.jobs,
             "job_steps": self.job_steps,
             "job_events": self.job_events,
-        }
+        } | ({"nccl_results": self.nccl_results} if self.nccl_results is not None else {})
 
 
 def simulate_cluster(cfg: SimConfig) -> SimulatedCluster:
@@ -77,6 +81,12 @@ def simulate_cluster(cfg: SimConfig) -> SimulatedCluster:
     sched = schedule(cfg, inv, work, cfg.seed)
     log = build_joblog(cfg, inv, work, sched, rng(_JOBLOG))
     plan = build_plan(cfg, inv, work, sched, log, rng(_TELEMETRY))
+    if cfg.faults:
+        space = fault_space(plan, work.nodes[plan.job_rows] > 1)
+        plan = with_faults(plan, draw_faults(space, cfg.faults, rng(_FAULTS)))
+    nccl = None
+    if cfg.nccl_probe_s:
+        nccl = probe_results(cfg, inv, plan.faults.bad_nics, rng(_NCCL), cfg.nccl_probe_s)
     return SimulatedCluster(
         config=cfg,
         sites=sites_table(inv),
@@ -87,4 +97,5 @@ def simulate_cluster(cfg: SimConfig) -> SimulatedCluster:
         job_events=log.job_events,
         telemetry=plan,
         gpu_slots=tuple(sched.slots),
+        nccl_results=nccl,
     )

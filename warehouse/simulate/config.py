@@ -49,6 +49,12 @@ class SimConfig:
         fatal_xid_per_gpu_h: rate of fatal XID errors (79, 48, 74, 95) per GPU-hour. The default
             2e-5 is Meta's Llama 3 figure (419 unexpected interruptions, mostly GPU and HBM,
             in 54 days on 16,384 H100s); raise it to see failures in small simulations.
+        faults: faults of each kind to inject, with their ground truth (faults.py: slow GPU,
+            climbing ECC errors then an XID, thermal, silent host, bad NIC); 0 for none. Set
+            `fatal_xid_per_gpu_h` to 0 as well for a clean background.
+        nccl_probe_s: seconds between two nccl-tests probe sweeps (every host in a 2-node
+            all_reduce_perf with each of two neighbours: nccl.py), written as nccl_results;
+            0 for none.
         gpu_models_csv: GPU specs to use; default `sql/reference/gpu_models.csv`.
         job_labels: how samples name the job on their GPU, one of `JOB_LABELS`.
         exporter_labels: whether samples also carry the labels Prometheus gives a dcgm-exporter
@@ -66,6 +72,8 @@ class SimConfig:
     warmup_hours: float = 48.0
     target_load: float = 1.05
     fatal_xid_per_gpu_h: float = 2e-5
+    faults: int = 0
+    nccl_probe_s: float = 0.0
     gpu_models_csv: Path | None = None
     job_labels: str = "hpc"
     exporter_labels: bool = True
@@ -73,6 +81,7 @@ class SimConfig:
     def __post_init__(self) -> None:
         _check_int("gpus", self.gpus, minimum=GPUS_PER_HOST, why="one host has 8 GPUs")
         _check_int("seed", self.seed, minimum=0, why="numpy seeds are non-negative")
+        _check_int("faults", self.faults, minimum=0, why="a count of faults per kind")
         _check_positive("hours", self.hours)
         _check_positive("interval_s", self.interval_s)
         if round(self.interval_s * 1e6) < 1:
@@ -80,6 +89,9 @@ class SimConfig:
         _check_positive("warmup_hours", self.warmup_hours, allow_zero=True)
         _check_positive("target_load", self.target_load)
         _check_positive("fatal_xid_per_gpu_h", self.fatal_xid_per_gpu_h, allow_zero=True)
+        _check_positive("nccl_probe_s", self.nccl_probe_s, allow_zero=True)
+        if 0 < self.nccl_probe_s < 1:
+            raise InvalidConfig(f"nccl_probe_s must be 0 or at least 1, got {self.nccl_probe_s}")
         if not isinstance(self.start, datetime):
             raise InvalidConfig(f"start must be a datetime, got {self.start!r}")
         if self.start.tzinfo is None:

@@ -23,8 +23,12 @@ from warehouse.simulate.telemetry_plan import F32, TelemetryPlan
 
 
 def sample_count(plan: TelemetryPlan) -> int:
-    """Rows `batches` yields in total: GPUs × scrapes × fields."""
-    return plan.columns * plan.steps * len(METRICS)
+    """Rows `batches` yields in total: GPUs × scrapes × fields, less what silent hosts hold back."""
+    quiet = sum(
+        (plan.steps - onset) * int(np.count_nonzero(plan.col_host == host))
+        for onset, host in plan.faults.silent.tolist()
+    )
+    return int((plan.columns * plan.steps - quiet) * len(METRICS))
 
 
 #: Sees each batch's arrays before they become Arrow: the job index on each (scrape, GPU), the
@@ -87,8 +91,10 @@ def _batch(
     job = _occupancy(plan, k0, k1)
     values = np.empty((len(METRICS), steps, g), dtype=np.float64)
     _fill(plan, k0, k1, job, energy, values)
-    if observe is not None:
-        observe(job, values)
+    quiet = _silenced(plan, k0, k1)
+    if observe is not None:  # what a silent host holds back is not seen either
+        idle = len(plan.job_k0)
+        observe(job if quiet is None else np.where(quiet.reshape(job.shape), idle, job), values)
     ts = np.asarray(layout["ts_offsets"]) + (plan.start_us + k0 * plan.interval_us)
     rows = len(ts)
     columns = {
@@ -101,7 +107,28 @@ def _batch(
         "value": pa.array(values.reshape(-1)),
         "labels": labels.column(job, len(METRICS)),
     }
-    return pa.RecordBatch.from_pydict(columns)
+    batch = pa.RecordBatch.from_pydict(columns)
+    return batch if quiet is None else batch.filter(pa.array(~np.tile(quiet, len(METRICS))))
+
+
+def _silenced(plan: TelemetryPlan, k0: int, k1: int) -> np.ndarray | None:
+    """(scrapes × GPUs, flattened) True where a silent host's GPU sends nothing; None: all send."""
+    rows = plan.faults.silent[plan.faults.silent[:, 0] < k1]
+    if not len(rows):
+        return None
+    quiet = np.zeros((k1 - k0, plan.columns), dtype=bool)
+    for onset, host in rows.tolist():
+        quiet[max(onset, k0) - k0 :, plan.col_host == host] = True
+    return quiet.ravel()
+
+
+def _live(rows: np.ndarray, k0: int, k1: int) -> list[tuple[slice, int, list[float]]]:
+    """The fault rows (k0, k1, col, ...) overlapping scrapes [k0, k1): rows slice, col, rest."""
+    hits = rows[(rows[:, 0] < k1) & (rows[:, 1] > k0)] if len(rows) else rows
+    return [
+        (slice(max(int(a), k0) - k0, min(int(b), k1) - k0), int(c), rest)
+        for a, b, c, *rest in hits.tolist()
+    ]
 
 
 def _occupancy(plan: TelemetryPlan, k0: int, k1: int) -> np.ndarray:
@@ -148,11 +175,19 @@ def _fill(
     jitter = np.where(busy, z2, np.abs(z2)) * np.where(busy, tdp * F32(0.012), idle * F32(0.02))
     power = idle + (F32(0.9) * tdp - idle) * load + jitter
     np.clip(power, idle, tdp, out=power)
+    slow = _live(plan.faults.slow, k0, k1)
+    for rows, col, (factor,) in slow:  # a slow GPU does less work and draws less above idle
+        power[rows, col] = idle[col] + (power[rows, col] - idle[col]) * F32(factor)
     temp = plan.ambient + (F32(45) / tdp) * power + F32(0.4) * z2
     fb_used = np.rint(plan.fb_frac[job] * (plan.fb_total - plan.fb_reserved))
     throttle = np.clip((power / tdp - F32(0.8)) * F32(5), 0, 1)
     clock = np.where(busy, plan.clock_max * (1 - F32(0.12) * throttle), plan.clock_idle)
     sm_active = load * plan.sm_eff[job]
+    for rows, col, (factor,) in slow:
+        sm_active[rows, col] *= F32(factor)
+    for rows, col, (hotter, slower) in _live(plan.faults.hot, k0, k1):
+        temp[rows, col] += F32(hotter)
+        clock[rows, col] *= F32(slower)
     net = np.minimum(plan.net_frac[job] * plan.nic_bps, plan.pcie_bps) * load
     nvlink = plan.nvlink_bps[job] * load * (1 + F32(0.05) * z2)
     data_in = plan.load_bps[job] * load + F32(2e5)

@@ -8,13 +8,14 @@ Scrape k is at start + k·interval; an event at time t shows from the first scra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from warehouse.simulate.config import GPUS_PER_HOST, SimConfig
+from warehouse.simulate.faults import Faults, FaultSpace
 from warehouse.simulate.instances import host_instances
 from warehouse.simulate.inventory import Inventory
 from warehouse.simulate.job_labels import job_labels
@@ -79,10 +80,40 @@ class TelemetryPlan:
     dbe: np.ndarray
     sbe0: np.ndarray
     dbe0: np.ndarray
+    faults: Faults = field(default_factory=Faults.none)  # injected (SimConfig.faults)
 
     @property
     def columns(self) -> int:
         return len(self.col_host)
+
+
+def fault_space(plan: TelemetryPlan, multi_node: np.ndarray) -> FaultSpace:
+    """Where faults can go in `plan`: its scrapes, columns and window jobs (`multi_node` per
+    window job; those also 60 % busy or more are the lock-step ones a slow GPU holds back)."""
+    return FaultSpace(
+        steps=plan.steps,
+        interval_s=plan.interval_us / 1e6,
+        col_host=plan.col_host.astype(np.int64),
+        job_k0=plan.job_k0,
+        job_k1=plan.job_k1,
+        job_cols=[c[c >= 0] for c in plan.job_cols],
+        lockstep=multi_node & (plan.util_mean[:-1] >= 60),
+    )
+
+
+def with_faults(plan: TelemetryPlan, faults: Faults) -> TelemetryPlan:
+    """`plan` with `faults` injected: their SBE increments and XIDs join the plan's own."""
+    sbe = np.concatenate([plan.sbe, faults.sbe])
+    extra = faults.xid[faults.xid[:, 0] < plan.steps]
+    xid = np.concatenate([plan.xid, extra])
+    dbe = np.concatenate([plan.dbe, extra[np.isin(extra[:, 2], (48, 94, 95))][:, :2]])
+    return replace(
+        plan,
+        sbe=sbe[np.argsort(sbe[:, 0], kind="stable")],
+        xid=xid[np.argsort(xid[:, 0], kind="stable")],
+        dbe=dbe[np.argsort(dbe[:, 0], kind="stable")],
+        faults=faults,
+    )
 
 
 def first_scrape(seconds: np.ndarray, interval_us: int) -> np.ndarray:

@@ -2,6 +2,8 @@
 
     truth/job_gpus.csv   job_id, host, gpu, start_at, end_at
     truth/job_usage.csv  job_id, gpus, samples, util_pct, power_w
+    truth/faults.csv     kind, host, gpu, job_id, start_at, end_at, magnitude, detail (only
+                         with SimConfig.faults; see faults.py)
 
 `job_gpus`: one row per job and GPU it held during at least one scrape, from the schedule the
 telemetry was drawn from. The interval is half-open and covers exactly the scrapes the job held
@@ -25,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from warehouse.simulate.faults import truth_table
 from warehouse.simulate.metrics import METRIC_INDEX
 from warehouse.simulate.tables import TS_TYPE
 from warehouse.simulate.telemetry_plan import TelemetryPlan
@@ -107,11 +110,26 @@ def job_gpus_table(plan: TelemetryPlan, job_ids: list[str]) -> pa.Table:
 def write_truth(
     plan: TelemetryPlan, usage: JobUsage, job_ids: list[str], folder: Path
 ) -> list[Path]:
-    """Write job_gpus.csv and job_usage.csv under `folder`; returns their paths."""
+    """Write job_gpus.csv, job_usage.csv (and faults.csv) under `folder`; returns their paths."""
     paths = [folder / "job_gpus.csv", folder / "job_usage.csv"]
     pacsv.write_csv(_iso(job_gpus_table(plan, job_ids)), paths[0])
     pacsv.write_csv(usage.table(job_ids), paths[1])
+    if plan.faults.truth:
+        paths.append(folder / "faults.csv")
+        pacsv.write_csv(_iso(faults_table(plan, job_ids)), paths[2])
     return paths
+
+
+def faults_table(plan: TelemetryPlan, job_ids: list[str]) -> pa.Table:
+    """The injected faults (faults.py) with host names, GPU indices, job names and times."""
+    return truth_table(
+        plan.faults,
+        host_names=plan.host_names.to_pylist(),
+        col_gpu=plan.col_gpu,
+        job_names=[job_ids[int(row)] for row in plan.job_rows],
+        start_us=plan.start_us,
+        interval_us=plan.interval_us,
+    )
 
 
 def _iso(table: pa.Table) -> pa.Table:
