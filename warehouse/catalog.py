@@ -59,6 +59,25 @@ class ReferenceTable:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
 
+_INCLUDE = re.compile(r"@include\(([\w./-]+\.sql)\)")
+
+
+def expand_includes(text: str, folder: Path) -> str:
+    """`text` with each `@include(path.sql)` (relative to `folder`) replaced by that file's SQL,
+    its whole-line comments left out, its own includes expanded (relative to its folder).
+
+    A long query can so be kept in parts a person reads one at a time (sql/health/).
+    """
+
+    def part(match: re.Match[str]) -> str:
+        path = (folder / match[1]).resolve()
+        body = path.read_text(encoding="utf-8")
+        lines = [line for line in body.splitlines() if not line.lstrip().startswith("--")]
+        return expand_includes("\n".join(lines).strip().rstrip(";"), path.parent)
+
+    return _INCLUDE.sub(part, text)
+
+
 def migrations(folder: Path | None = None) -> tuple[Migration, ...]:
     """All schema migrations in version order; numbers grow, gaps are allowed.
 

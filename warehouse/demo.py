@@ -52,6 +52,7 @@ class Step:
     format: str
     paths: tuple[str, ...]
     options: ReadOptions = field(default_factory=ReadOptions)
+    optional: bool = False  # written only by some simulations (nccl probes)
 
 
 #: How the demo loads its simulated cluster: through the same readers `wanka ingest` uses. The
@@ -66,6 +67,7 @@ SIMULATED_STEPS = (
     Step("parquet", ("parquet/job_events.parquet",), ReadOptions(table="job_events")),
     Step("sacct", ("slurm/sacct.txt",)),
     Step("parquet", ("parquet/gpu_metrics",), ReadOptions(table="gpu_metrics")),
+    Step("parquet", ("parquet/nccl_results.parquet",), ReadOptions(table="nccl_results"), True),
 )
 
 #: The real public samples the demo adds when ../shared/data is there, each kept apart from the
@@ -137,7 +139,11 @@ def build_demo(
     total = cluster.sample_count
     with tempfile.TemporaryDirectory(prefix="wanka-demo-") as folder:
         write_formats(cluster, Path(folder), kinds=("inventory", "slurm", "parquet"))
-        steps = [(Path(folder), step) for step in SIMULATED_STEPS]
+        steps = [
+            (Path(folder), step)
+            for step in SIMULATED_STEPS
+            if not step.optional or all((Path(folder) / p).exists() for p in step.paths)
+        ]
         if real_data is not None and (real_data / "MANIFEST.md").is_file():
             steps += [(real_data, step) for step in REAL_STEPS]
             summary.real_samples = str(real_data)

@@ -1,11 +1,13 @@
 """`wanka health` and GET /v1/health: which GPUs and nodes to watch, drain or replace, each with
 the rule that fired and its evidence.
 
-The rules are SQL over gpu_events and the telemetry (sql/health/gpu_health.sql); their
-thresholds, windows and states are rows of wanka.health_rules, which an admin edits. A GPU's
-state is the worst of the rules it breaks (ok < watch < drain < replace), a node's the worst of
-its GPUs'. The report is judged as of the newest telemetry, not the wall clock, so a warehouse
-loaded from files reads as it did then.
+The rules are SQL (sql/health/*_findings.sql) over gpu_events, the per-window means of the
+gpu_windows dynamic table and nccl_results; their thresholds, windows and states are rows of
+wanka.health_rules, which an admin edits. Each rule yields findings — when it first held, its
+evidence, whether it holds now — and the report shows the current ones: a GPU's state is the
+worst of its findings' (ok < watch < drain < replace), a node's the worst of its GPUs' and its
+own. The report is judged as of the newest telemetry, not the wall clock, so a warehouse loaded
+from files reads as it did then.
 """
 
 from __future__ import annotations
@@ -16,44 +18,99 @@ from typing import Any
 
 import duckdb
 
-from warehouse.catalog import sql_dir
+from warehouse.catalog import expand_includes, sql_dir
+from warehouse.dynamic.refresh import refresh
 
 STATES = ("ok", "watch", "drain", "replace")
 _RULE_COLUMNS = ("rule", "state", "threshold", "window_s", "description")
+#: The dynamic table of every finding (sql/dynamic/health_findings.sql) and what it reads.
+FINDINGS = "health_findings"
+WINDOWS = "gpu_windows"
 
 
 @functools.cache
-def _query() -> str:
-    return (sql_dir() / "health" / "gpu_health.sql").read_text(encoding="utf-8")
+def findings_sql() -> str:
+    """The query of every finding of every rule (sql/health/findings.sql, its parts in)."""
+    folder = sql_dir() / "health"
+    return expand_includes((folder / "findings.sql").read_text(encoding="utf-8"), folder)
+
+
+def refresh_inputs(cur: duckdb.DuckDBPyConnection) -> None:
+    """Bring gpu_windows and health_findings up to the stored data, as `wanka serve`'s scheduler
+    does every minute, for a command run on a file nobody serves: gpu_windows folds only what is
+    new; health_findings is recomputed when a batch or a rule changed since this last did it."""
+    refresh(cur, WINDOWS)
+    signature = cur.execute(_SIGNATURE).fetchone()
+    said = cur.execute("SELECT value FROM wanka.settings WHERE key = ?", [_KEY]).fetchone()
+    if signature is None or said is None or said[0] != signature[0]:
+        refresh(cur, FINDINGS)
+        cur.execute(
+            "INSERT OR REPLACE INTO wanka.settings VALUES (?, ?, now())",
+            [_KEY, signature[0] if signature else None],
+        )
+
+
+#: What health_findings was last recomputed from: the newest batch of each table it reads
+#: and the rules.
+_KEY = "health_findings_inputs"
+_SIGNATURE = """
+SELECT concat_ws(':',
+    (SELECT max(batch_id) FROM wanka.sample_batches), (SELECT max(batch_id) FROM gpu_events),
+    (SELECT max(batch_id) FROM nccl_results), (SELECT max(batch_id) FROM jobs),
+    (SELECT md5(string_agg(concat_ws(',', rule, state, threshold, window_s), ';' ORDER BY rule))
+     FROM wanka.health_rules))
+"""
 
 
 def _iso(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
 
 
-def report(cur: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    """{"as_of", "counts", "gpus", "nodes", "rules"}: every GPU or node not ok, worst first."""
-    result = cur.execute(_query())
+def findings(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Every finding, current or past, as of health_findings' last refresh, as dicts of its
+    columns (sql/health/findings.sql)."""
+    result = cur.execute(f"SELECT * FROM {FINDINGS}")
     names = [d[0] for d in result.description]
-    rows = [dict(zip(names, r, strict=True)) for r in result.fetchall()]
+    return [dict(zip(names, r, strict=True)) for r in result.fetchall()]
+
+
+def _finding(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "rule": row["rule"], "state": row["state"], "count": row["n"],
+        "first": _iso(row["since"]), "flagged": _iso(row["flagged_at"]),
+        "last": _iso(row["until"]),
+        "evidence": [{k: _iso(v) for k, v in e.items()} for e in row["evidence"]],
+    }  # fmt: skip
+
+
+def _worse(entry: dict[str, Any], state: str) -> None:
+    if STATES.index(state) > STATES.index(entry["state"]):
+        entry["state"] = state
+
+
+def report(cur: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """{"as_of", "counts", "gpus", "nodes", "rules"}: every GPU or node not ok, worst first.
+
+    A GPU's state is the worst of its current findings'; a node's the worst of its GPUs' and
+    of its own (a silent host, a low nccl-tests bandwidth).
+    """
+    current = [row for row in findings(cur) if row["current"]]
     gpus: dict[tuple[str, int], dict[str, Any]] = {}
-    for row in rows:
+    nodes: dict[str, dict[str, Any]] = {}
+    for row in current:
+        node = nodes.setdefault(row["host"], {"host": row["host"], "state": "ok", "gpus": [],
+                                              "rules": []})  # fmt: skip
+        _worse(node, row["state"])
+        if row["gpu"] is None:
+            node["rules"].append(_finding(row))
+            continue
         key = (row["host"], row["gpu"])
         entry = gpus.setdefault(key, {"host": row["host"], "gpu": row["gpu"], "uuid": row["uuid"],
                                       "state": "ok", "rules": []})  # fmt: skip
-        entry["rules"].append({
-            "rule": row["rule"], "state": row["state"], "count": row["n"],
-            "first": _iso(row["first_ts"]), "last": _iso(row["last_ts"]),
-            "evidence": [{k: _iso(v) for k, v in e.items()} for e in row["evidence"]],
-        })  # fmt: skip
-        if STATES.index(row["state"]) > STATES.index(entry["state"]):
-            entry["state"] = row["state"]
-    nodes: dict[str, dict[str, Any]] = {}
-    for entry in gpus.values():
-        node = nodes.setdefault(entry["host"], {"host": entry["host"], "state": "ok", "gpus": []})
-        node["gpus"].append(entry["gpu"])
-        if STATES.index(entry["state"]) > STATES.index(node["state"]):
-            node["state"] = entry["state"]
+        entry["rules"].append(_finding(row))
+        _worse(entry, row["state"])
+        if row["gpu"] not in node["gpus"]:
+            node["gpus"].append(row["gpu"])
     known = cur.execute(
         "SELECT count(DISTINCT (host, gpu)), count(DISTINCT host) FROM wanka.gpu_series "
         "WHERE gpu IS NOT NULL"
@@ -63,12 +120,18 @@ def report(cur: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     worst = sorted(gpus.values(), key=lambda g: (-STATES.index(g["state"]), g["host"], g["gpu"]))
     counts = {s: sum(1 for g in gpus.values() if g["state"] == s) for s in STATES[1:]}
     counts["ok"] = int(known[0]) - len(gpus)
+    node_counts = {s: sum(1 for n in nodes.values() if n["state"] == s) for s in STATES[1:]}
     rules = cur.execute(
         "SELECT rule, state, threshold, window_s, description FROM wanka.health_rules ORDER BY rule"
     ).fetchall()
     return {
         "as_of": _iso(as_of[0]),
-        "counts": {"gpus": counts, "nodes_flagged": len(nodes), "nodes": int(known[1])},
+        "counts": {
+            "gpus": counts,
+            "nodes_flagged": len(nodes),
+            "nodes": int(known[1]),
+            "node_states": node_counts,
+        },
         "gpus": worst,
         "nodes": sorted(nodes.values(), key=lambda n: (-STATES.index(n["state"]), n["host"])),
         "rules": [dict(zip(_RULE_COLUMNS, r, strict=True)) for r in rules],
@@ -76,25 +139,28 @@ def report(cur: duckdb.DuckDBPyConnection) -> dict[str, Any]:
 
 
 def render(found: dict[str, Any], limit: int = 50) -> str:
-    """The report as text: the counts, then one line per flagged GPU with its worst evidence."""
+    """The report as text: the counts, then one line per finding (a host's own ones with gpu
+    '-') with its newest evidence."""
     counts = found["counts"]["gpus"]
     lines = [
         f"as of {found['as_of']}: {counts['ok']:,} GPUs ok, {counts['watch']:,} watch, "
         f"{counts['drain']:,} drain, {counts['replace']:,} replace "
         f"({found['counts']['nodes_flagged']:,} of {found['counts']['nodes']:,} nodes flagged)"
     ]
-    if found["gpus"]:
+    entries = [(n["host"], "-", n["rules"]) for n in found["nodes"] if n["rules"]]
+    entries += [(g["host"], str(g["gpu"]), g["rules"]) for g in found["gpus"]]
+    if entries:
         lines.append("")
         lines.append(f"{'state':<8} {'host':<20} {'gpu':>3}  {'rule':<18} {'n':>4}  evidence")
-    for entry in found["gpus"][:limit]:
-        for rule in entry["rules"]:
+    for host, gpu, rules in entries[:limit]:
+        for rule in rules:
             latest = rule["evidence"][0] if rule["evidence"] else {}
             what = latest.get("detail") or latest.get("kind") or ""
             code = f"XID {latest['code']}: " if latest.get("code") is not None else ""
             lines.append(
-                f"{rule['state']:<8} {entry['host']:<20} {entry['gpu']:>3}  {rule['rule']:<18} "
+                f"{rule['state']:<8} {host:<20} {gpu:>3}  {rule['rule']:<18} "
                 f"{rule['count']:>4}  {code}{what} (last {rule['last']})"
             )
-    if len(found["gpus"]) > limit:
-        lines.append(f"... and {len(found['gpus']) - limit:,} more GPUs (--format json for all)")
+    if len(entries) > limit:
+        lines.append(f"... and {len(entries) - limit:,} more (--format json for all)")
     return "\n".join(lines)

@@ -63,6 +63,23 @@ def _simulation_options(command: Callable[..., None]) -> Callable[..., None]:
             help="How telemetry names jobs: hpc (dcgm-exporter's hpc_job on Slurm GPUs, pod "
             "labels on Kubernetes), kubernetes (pod labels only), none (no job labels).",
         ),
+        click.option(
+            "--faults",
+            type=click.IntRange(min=0),
+            default=2,
+            show_default=True,
+            help="Faults of each kind to inject (a GPU slower than its job's peers, corrected "
+            "ECC errors climbing to an XID, a hot GPU, a silent host, a bad NIC), for `wanka "
+            "health` to find; `simulate` writes their truth to truth/faults.csv.",
+        ),
+        click.option(
+            "--nccl-probe-s",
+            type=click.FloatRange(min=0),
+            default=900.0,
+            show_default=True,
+            help="Seconds between nccl-tests probe sweeps (each host in a 2-node all_reduce with "
+            "two neighbours), written as nccl_results; 0 for none.",
+        ),
     ]
     return with_options(command, options)
 
@@ -75,6 +92,8 @@ def _sim_config(
     seed: int,
     warmup_hours: float,
     job_labels: str,
+    faults: int = 0,
+    nccl_probe_s: float = 0.0,
 ) -> SimConfig:
     from warehouse.simulate import SimConfig
 
@@ -87,6 +106,8 @@ def _sim_config(
             seed=seed,
             warmup_hours=warmup_hours,
             job_labels=job_labels,
+            faults=faults,
+            nccl_probe_s=nccl_probe_s,
         )
     except ValueError as error:
         raise UserError(str(error)) from None
@@ -115,6 +136,8 @@ def simulate(
     interval_s: float,
     seed: int,
     job_labels: str,
+    faults: int,
+    nccl_probe_s: float,
     start: str | None,
     warmup_hours: float,
 ) -> None:
@@ -123,7 +146,9 @@ def simulate(
     from warehouse.simulate import simulate_cluster, write_formats
 
     start_at = _parse_start(start)
-    config = _sim_config(gpus, hours, interval_s, start_at, seed, warmup_hours, job_labels)
+    config = _sim_config(
+        gpus, hours, interval_s, start_at, seed, warmup_hours, job_labels, faults, nccl_probe_s
+    )
     cluster = simulate_cluster(config)
     with terminal.progress("writing", cluster.sample_count, cumulative=True) as done:
         files = write_formats(cluster, out, progress=done)
@@ -154,12 +179,16 @@ def demo(
     interval_s: float,
     seed: int,
     job_labels: str,
+    faults: int,
+    nccl_probe_s: float,
 ) -> None:
     """Build a demo warehouse of a simulated 10,000-GPU cluster, then serve it."""
     from warehouse.demo import DEMO_START, EXAMPLE_QUERIES, build_demo
 
     # A fixed start, so that running the same demo again finds it already built.
-    config = _sim_config(gpus, hours, interval_s, DEMO_START, seed, 48.0, job_labels)
+    config = _sim_config(
+        gpus, hours, interval_s, DEMO_START, seed, 48.0, job_labels, faults, nccl_probe_s
+    )
     demo_password = None
     with open_engine(ctx) as engine:
         if not no_serve:

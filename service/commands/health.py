@@ -13,11 +13,14 @@ from warehouse import health as report
 @click.pass_context
 def health(ctx: click.Context, fmt: str) -> None:
     """Per GPU and node a state (ok, watch, drain, replace) with the rule that fired and its
-    evidence: XIDs by what NVIDIA says to do first, ECC and remapped rows, throttling, NVLink
-    errors, GPUs gone silent. Thresholds are in wanka.health_rules."""
+    evidence: XIDs by what NVIDIA says to do first, ECC and remapped rows (and corrected errors
+    climbing), throttling, NVLink errors, stragglers in their job, thermal outliers, GPUs and
+    hosts gone silent, nccl-tests bandwidth below the fleet's. Thresholds are in
+    wanka.health_rules."""
     with open_engine(ctx) as engine:
         cur = engine.cursor()
         try:
+            report.refresh_inputs(cur)
             found = report.report(cur)
         finally:
             cur.close()

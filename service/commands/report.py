@@ -8,7 +8,6 @@ import click
 
 from service.commands.common import open_engine
 from warehouse.errors import UserError
-from warehouse.report import build_html
 
 
 @click.command()
@@ -23,6 +22,8 @@ from warehouse.report import build_html
 @click.pass_context
 def report(ctx: click.Context, out: Path) -> None:
     """Write the shipped analyses as one HTML page with charts (viewable offline)."""
+    from warehouse.report import build_html  # matplotlib: loaded only by the command using it
+
     with open_engine(ctx) as engine:
         cur = engine.cursor()
         try:

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from service.commands.common import Duration, open_engine
-from warehouse.ingest.batch import read_context
-from warehouse.ingest.models import ModelNames
-from warehouse.remote_write.store import Stored
-from warehouse.scrape.scraper import Round, Scraper
-from warehouse.scrape.store import store_round
-from warehouse.scrape.targets import load
+
+if TYPE_CHECKING:
+    from warehouse.remote_write.store import Stored
+    from warehouse.scrape.scraper import Round
 
 
 @click.command()
@@ -34,6 +33,13 @@ def scrape(
     sample already stored is not stored again. wanka.scrape_targets holds each target's health.
     Exit status 1 when a target could not be scraped (the others are stored).
     """
+    # The scraper's readers (polars, the exposition parser) load only for this command.
+    from warehouse.ingest.batch import read_context
+    from warehouse.ingest.models import ModelNames
+    from warehouse.scrape.scraper import Scraper
+    from warehouse.scrape.store import store_round
+    from warehouse.scrape.targets import load
+
     targets = load(file, job)
     down = 0
     with open_engine(ctx) as engine:

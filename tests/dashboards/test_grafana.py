@@ -29,13 +29,16 @@ MAY_BE_EMPTY = {
 }
 PASSWORD = "grafana-pw"
 
+#: 32 hosts (4 in each cluster, so nccl-tests probes pair them), an hour, a fault of each kind.
 TINY = SimConfig(
-    gpus=32,
-    hours=0.5,
+    gpus=256,
+    hours=1.0,
     interval_s=120.0,
     start=datetime(2026, 11, 1, tzinfo=UTC),
     seed=5,
     warmup_hours=6.0,
+    faults=1,
+    nccl_probe_s=900.0,
 )
 
 
@@ -73,6 +76,7 @@ def test_dashboards_are_provisioning_files_for_the_wanka_data_source() -> None:
         "job_queue",
         "dynamic_freshness",
         "job_efficiency",
+        "cluster_health",
     }
     uids = [json.loads(p.read_text())["uid"] for p in DASHBOARDS]
     assert len(set(uids)) == len(uids)

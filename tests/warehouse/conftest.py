@@ -12,7 +12,8 @@ from warehouse.demo import build_demo
 from warehouse.engine import Engine
 from warehouse.simulate import SimConfig
 
-#: Big enough for checkpoints, XIDs and every job state; ~7 s to build on 2 cores.
+#: Big enough for checkpoints, XIDs and every job state, with a fault of each kind for the
+#: health rules and nccl-tests probes; ~7 s to build on 2 cores.
 SMALL = SimConfig(
     gpus=256,
     hours=1.0,
@@ -20,6 +21,8 @@ SMALL = SimConfig(
     start=datetime(2026, 11, 1, tzinfo=UTC),
     seed=3,
     warmup_hours=24.0,
+    faults=1,
+    nccl_probe_s=900.0,
 )
 
 

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from service.cli import app
 from warehouse import health, telemetry
+from warehouse.dynamic.shipped import install_shipped
 from warehouse.engine import Engine
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
@@ -25,7 +26,8 @@ XID, SBE, UTIL = "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCG
 
 def fleet() -> pa.Table:
     """Two hosts of 4 GPUs, 3 hours of 1-minute samples: n1/0 shows XID 79 twice (two hours
-    apart), n1/1 corrected ECC errors climbing, n2/3 falls silent 20 minutes before the end."""
+    apart), n1/1 corrected ECC errors climbing (one more each minute for 16 minutes; one every
+    10 minutes before, a trickle no rule minds), n2/3 falls silent 20 minutes before the end."""
     rows = []
     for k in range(180):
         ts = T0 + timedelta(minutes=k)
@@ -34,7 +36,8 @@ def fleet() -> pa.Table:
                 if (host, gpu) == ("n2", 3) and k >= 160:
                     continue
                 xid = 79.0 if (host, gpu) == ("n1", 0) and k in (10, 11, 130) else 0.0
-                sbe = float(k // 10) if (host, gpu) == ("n1", 1) else 0.0
+                climb = max(0, min(k, 165) - 149)
+                sbe = float(k // 10 + climb) if (host, gpu) == ("n1", 1) else 0.0
                 for metric, value in ((XID, xid), (SBE, sbe), (UTIL, 50.0)):
                     rows.append((ts, host, gpu, f"GPU-{host}-{gpu}", metric, value))
     names = ["ts", "host", "gpu", "uuid", "metric", "value"]
@@ -48,6 +51,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
         cur = eng.cursor()
         telemetry.insert(cur, fleet())
         cur.close()
+        install_shipped(eng)  # gpu_windows, which the window and silence rules read
     return path
 
 
@@ -68,7 +72,7 @@ def test_each_fault_gets_its_state_and_the_rest_are_ok(cur: Any) -> None:
     found = health.report(cur)
     assert states(found) == {
         ("n1", 0): ("replace", ["repeated_hw_xid", "xid_drain"]),
-        ("n1", 1): ("watch", ["sbe_rate"]),
+        ("n1", 1): ("watch", ["sbe_climb"]),
         ("n2", 3): ("watch", ["silent"]),
     }
     assert found["counts"]["gpus"] == {"watch": 2, "drain": 0, "replace": 1, "ok": 5}
@@ -85,13 +89,15 @@ def test_each_fault_gets_its_state_and_the_rest_are_ok(cur: Any) -> None:
 
 def test_the_thresholds_are_the_rules_table(cur: Any) -> None:
     cur.execute("UPDATE wanka.health_rules SET threshold = 3 WHERE rule = 'repeated_hw_xid'")
-    cur.execute("UPDATE wanka.health_rules SET threshold = 100 WHERE rule = 'sbe_rate'")
+    cur.execute("UPDATE wanka.health_rules SET threshold = 100 WHERE rule = 'sbe_climb'")
     try:
+        health.refresh_inputs(cur)  # a rule changed: health_findings is recomputed
         found = states(health.report(cur))
         assert found[("n1", 0)] == ("drain", ["xid_drain"]) and ("n1", 1) not in found
     finally:
         cur.execute("UPDATE wanka.health_rules SET threshold = 2 WHERE rule = 'repeated_hw_xid'")
-        cur.execute("UPDATE wanka.health_rules SET threshold = 10 WHERE rule = 'sbe_rate'")
+        cur.execute("UPDATE wanka.health_rules SET threshold = 6 WHERE rule = 'sbe_climb'")
+        health.refresh_inputs(cur)
 
 
 def test_the_command_and_the_endpoint_say_the_same(db: str) -> None:

@@ -18,10 +18,15 @@ def shipped_folder() -> Path:
     return sql_catalog.migrations()[0].path.parent.parent / "dynamic"
 
 
+def definition(path: Path) -> str:
+    """The CREATE DYNAMIC TABLE statement of a shipped file, its `@include(...)` parts in."""
+    return sql_catalog.expand_includes(path.read_text(encoding="utf-8"), path.parent)
+
+
 def in_creation_order(paths: list[Path]) -> list[Path]:
     """The definitions in an order where each comes after the shipped tables it reads (a name
     of another file as a word of its SQL, comments aside); otherwise by name."""
-    texts = {p.stem: re.sub(r"--[^\n]*", "", p.read_text()) for p in paths}
+    texts = {p.stem: re.sub(r"--[^\n]*", "", definition(p)) for p in paths}
     graph = {
         name: {other for other in texts if other != name and re.search(rf"\b{other}\b", text)}
         for name, text in texts.items()
@@ -51,7 +56,7 @@ def install_shipped(engine: Engine, *, refresh_existing: bool = False) -> list[s
                 if refresh_existing:
                     refresh(cur, path.stem)
                 continue
-            execute(cur, path.read_text()).read_all()
+            execute(cur, definition(path)).read_all()
             created.append(path.stem)
             cur.execute(
                 "INSERT INTO wanka.shipped_tables VALUES (?, now()) ON CONFLICT DO NOTHING",
@@ -78,7 +83,7 @@ def ensure_shipped(engine: Engine) -> list[str]:
         created = []
         for path in in_creation_order(sorted(missing)):
             if path.stem not in existing:
-                execute(cur, path.read_text()).read_all()
+                execute(cur, definition(path)).read_all()
                 created.append(path.stem)
             cur.execute(
                 "INSERT INTO wanka.shipped_tables VALUES (?, now()) ON CONFLICT DO NOTHING",

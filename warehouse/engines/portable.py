@@ -27,6 +27,8 @@ _NO_SPARK_FORM = {
     "arg_min_null": "arg_min_null(...): use min_by with an explicit NULL filter",
 }
 _APPROXIMATE = (exp.ApproxDistinct, exp.ApproxQuantile)
+#: How a problem says a query reads what no lake holds (wanka's own tables).
+UNCARRIED = "which the lake does not carry"
 _MODEL_NAMES = frozenset(m.name for m in REGISTRY)
 
 
@@ -185,13 +187,11 @@ def _own_tables(tree: exp.Expression) -> list[str]:
         problem = None
         if table.db.lower() == "wanka":
             problem = (
-                f"wanka.{table.name} is wanka's own table, which the lake does not carry: "
+                f"wanka.{table.name} is wanka's own table, {UNCARRIED}: "
                 "pass its values as parameters"
             )
         elif not table.db and table.name.lower() in views:
-            problem = (
-                f"{table.name} is a view over wanka's own tables, which the lake does not carry"
-            )
+            problem = f"{table.name} is a view over wanka's own tables, {UNCARRIED}"
         if problem and problem not in found:
             found.append(problem)
     return found

@@ -29,6 +29,10 @@ SMALL = SimConfig(
 SHIPPED = sorted(p.stem for p in shipped_folder().glob("*.sql"))
 
 
+#: A demo without faults may rightly have no health finding.
+MAY_BE_EMPTY = {"health_findings"}
+
+
 def same_rows(cur: duckdb.DuckDBPyConnection, name: str) -> None:
     """The table's rows are its definition's rows (floats to 9 significant digits)."""
     [(query,)] = cur.execute(
@@ -43,7 +47,8 @@ def same_rows(cur: duckdb.DuckDBPyConnection, name: str) -> None:
         return sorted(out, key=repr)
 
     table = rows(f'SELECT * FROM main."{name}"')
-    assert table and table == rows(query), name
+    assert table or name in MAY_BE_EMPTY, name
+    assert table == rows(query), name
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +59,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_every_file_says_what_it_answers_and_is_auto_or_incremental() -> None:
+def test_every_file_says_what_it_answers() -> None:
     assert {"xid_errors_by_model", "energy_cluster_daily"} <= set(SHIPPED)
     for path in shipped_folder().glob("*.sql"):
         text = path.read_text()

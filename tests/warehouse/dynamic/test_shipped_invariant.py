@@ -18,6 +18,9 @@ from warehouse.engine import Engine
 from warehouse.query import execute
 
 SHIPPED = [p.stem for p in in_creation_order(sorted(shipped_folder().glob("*.sql")))]
+#: Shipped tables recomputed at every refresh by design (their rules compare GPUs with their
+#: peers, medians no refresh folds row by row): each still equals its query.
+FULL = {"health_findings"}
 METRICS = [
     "DCGM_FI_DEV_GPU_UTIL",
     "DCGM_FI_DEV_POWER_USAGE",
@@ -130,7 +133,8 @@ def test_every_shipped_table_equals_its_query(eng: Engine, steps: list[tuple[str
         apply(eng, action, arg)
         for name in SHIPPED:
             done = execute(cur, f"REFRESH DYNAMIC TABLE {name}").read_all().to_pylist()[0]
-            assert done["refresh_mode"] in ("incremental", "no_data"), (name, done)
+            wanted = ("full",) if name in FULL else ("incremental", "no_data")
+            assert done["refresh_mode"] in wanted, (name, done)
             [(query,)] = eng.con.execute(
                 "SELECT definition FROM wanka.dynamic_tables WHERE name = ?", [name]
             ).fetchall()

@@ -198,6 +198,8 @@ def test_shipped_definitions_install(eng: Engine) -> None:
     assert sorted(install_shipped(eng)) == [
         "energy_cluster_daily",
         "gpu_hourly_host",
+        "gpu_windows",
+        "health_findings",
         "job_gpu_hours_daily",
         "job_gpu_usage",
         "job_gpu_usage_by_gpu",
@@ -209,6 +211,8 @@ def test_shipped_definitions_install(eng: Engine) -> None:
     # the rollups merge their deltas, over a join too; a count(DISTINCT) recomputes its groups
     assert modes == {
         "gpu_hourly_host": "aggregate",
+        "gpu_windows": "aggregate",
+        "health_findings": "full",
         "job_gpu_hours_daily": "aggregate",
         "energy_cluster_daily": "aggregate",
         "job_gpu_usage_daily": "aggregate",

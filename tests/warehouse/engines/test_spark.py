@@ -36,6 +36,9 @@ DUCKDB_ONLY = {
     "idle_gpu_jobs": "wanka.efficiency_rules",
     "stragglers": "job_gpus is a view",
 }
+#: Shipped dynamic tables the lake marks as DuckDB's alone, and a word of why: the health rules
+#: read their thresholds and the newest batch from wanka's own tables.
+DUCKDB_ONLY_TABLES = {"health_findings": "which the lake does not carry"}
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +65,9 @@ def test_every_shipped_dynamic_table_agrees(
     definitions = read_definitions(lake)
     assert len(definitions) >= 4
     for d in definitions:
+        if d.name in DUCKDB_ONLY_TABLES:
+            assert not d.spark_portable and DUCKDB_ONLY_TABLES[d.name] in (d.spark_reason or "")
+            continue
         assert d.spark_portable, (d.name, d.spark_reason)
         expected = rows(duck.sql(d.query))
         assert expected, d.name
@@ -135,5 +141,9 @@ def test_refresh_on_spark_is_incremental_and_equals_the_definition(
     reader = DuckLakeEngine()
     reader.register_lake(lake)
     for d in read_definitions(lake):
+        if d.name in DUCKDB_ONLY_TABLES:
+            continue  # reads wanka's own tables: refreshed in the warehouse, skipped here
         assert rows(reader.sql(f'SELECT * FROM "{d.name}"')) == rows(reader.sql(d.query)), d.name
-    assert {r.mode for r in refresh_lake(SparkEngine(spark), lake)} == {"unchanged"}
+    again = {r.name: r.mode for r in refresh_lake(SparkEngine(spark), lake)}
+    assert {again.pop(n) for n in DUCKDB_ONLY_TABLES} == {"skipped"}
+    assert set(again.values()) == {"unchanged"}
