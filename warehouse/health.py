@@ -12,13 +12,11 @@ from files reads as it did then.
 
 from __future__ import annotations
 
-import functools
 from datetime import datetime
 from typing import Any
 
 import duckdb
 
-from warehouse.catalog import expand_includes, sql_dir
 from warehouse.dynamic.refresh import refresh
 
 STATES = ("ok", "watch", "drain", "replace")
@@ -26,13 +24,6 @@ _RULE_COLUMNS = ("rule", "state", "threshold", "window_s", "description")
 #: The dynamic table of every finding (sql/dynamic/health_findings.sql) and what it reads.
 FINDINGS = "health_findings"
 WINDOWS = "gpu_windows"
-
-
-@functools.cache
-def findings_sql() -> str:
-    """The query of every finding of every rule (sql/health/findings.sql, its parts in)."""
-    folder = sql_dir() / "health"
-    return expand_includes((folder / "findings.sql").read_text(encoding="utf-8"), folder)
 
 
 def refresh_inputs(cur: duckdb.DuckDBPyConnection) -> None:

@@ -29,6 +29,7 @@ from warehouse.engine import Engine
 from warehouse.simulate import SimulatedCluster
 from warehouse.simulate.faults import KINDS, WINDOW_S
 from warehouse.simulate.truth import faults_table, truth_job_ids
+from warehouse.transactions import transaction
 
 #: The fault kind each rule finds; the others find faults the simulator does not inject.
 KIND_OF_RULE = {
@@ -54,9 +55,8 @@ def load(engine: Engine, cluster: SimulatedCluster, max_rows: int = 2_000_000) -
             insert_arrow(cur, "nccl_results", cluster.nccl_results)
         stored = 0
         for batch in cluster.telemetry_batches(max_rows):
-            cur.execute("BEGIN")
-            stored += telemetry.insert(cur, pa.Table.from_batches([batch]))
-            cur.execute("COMMIT")
+            with transaction(cur):
+                stored += telemetry.insert(cur, pa.Table.from_batches([batch]))
         health.refresh_inputs(cur)
         return stored
     finally:
