@@ -4,9 +4,12 @@
 -- part, a noisy neighbour) slows all of it; ByteDance's MegaScale and Microsoft's SuperBench
 -- find them by comparing a job's GPUs with each other, not with a fixed bar. Per job and
 -- 5-minute window, each GPU's mean SM activity (DCGM_FI_PROF_SM_ACTIVE, attributed
--- through job_gpus) against the job's median: a robust z-score (MAD-based, 1.4826 × MAD) below
--- -$z and at least $min_slower_pct below the median, in jobs with at least $min_gpus GPUs in
--- the window. A straggler is a run of at least $min_windows such windows in a row.
+-- through job_gpus) against the job's median: a robust z-score below -$z and at least
+-- $min_slower_pct below the median, in jobs with at least $min_gpus GPUs in the window. The
+-- z-score's spread is the job's own, pooled over its windows (1.4826 × the MAD of every GPU's
+-- distance from its window's median): one window's 4–8 peers are too few to measure it, and a
+-- job whose GPUs differ by chance (inference replicas taking uneven traffic) is not a lock-step
+-- job held back by one GPU. A straggler is a run of at least $min_windows such windows in a row.
 --
 -- Parameters:
 --   $min_windows          INTEGER = 3     windows in a row below the job's peers
@@ -37,7 +40,7 @@ WITH activity AS (
     SELECT *, median(v) OVER job_w AS med, count(*) OVER job_w AS n
     FROM activity WINDOW job_w AS (PARTITION BY job_id, w)
 ), spread AS (
-    SELECT *, median(abs(v - med)) OVER (PARTITION BY job_id, w) AS mad FROM peers
+    SELECT *, median(abs(v - med)) OVER (PARTITION BY job_id) AS mad FROM peers
     WHERE n >= $min_gpus
 ), judged AS (
     SELECT *, (v - med) / nullif(1.4826 * mad, 0) AS z, 100 * (med - v) / nullif(med, 0) AS slower

@@ -1,7 +1,12 @@
 -- Health findings from gpu_windows (per GPU and 5-minute window means), two rules:
 --   straggler        a GPU of a multi-GPU job whose SM activity sits below the job's own
---                    median: robust z-score (1.4826 × MAD) below -3.5 and at least 7 % slower,
---                    `threshold` windows in a row (the `stragglers` analysis, on the windows)
+--                    median: robust z-score below -3.5 and at least 7 % slower, `threshold`
+--                    windows in a row (the `stragglers` analysis, on the windows). The z-score's
+--                    spread is the job's own: 1.4826 × the MAD of every GPU's distance from its
+--                    window's median over all the job's windows. A window's MAD of 4–8 peers is
+--                    too noisy a yardstick: an inference pod whose replicas take uneven traffic
+--                    would otherwise show a 'straggler' a few times a day at 10,000 GPUs, where a
+--                    lock-step training job's GPUs stay within a few tenths of a percent
 --   thermal_outlier  a GPU at least `threshold` °C hotter than the same model at the same power
 --                    (the model's temperature-on-power line in that window, plus the median
 --                    residual), 2 windows in a row
@@ -22,7 +27,7 @@ WITH now_ AS (
     SELECT *, median(v) OVER job_w AS med, count(*) OVER job_w AS peers
     FROM attributed WINDOW job_w AS (PARTITION BY job_id, w)
 ), spread AS (
-    SELECT *, median(abs(v - med)) OVER (PARTITION BY job_id, w) AS mad FROM peers
+    SELECT *, median(abs(v - med)) OVER (PARTITION BY job_id) AS mad FROM peers
     WHERE peers >= 4
 ), slow AS (
     SELECT 'straggler' AS rule, job_id, w, host, gpu, uuid,
