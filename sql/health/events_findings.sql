@@ -46,12 +46,16 @@ WITH now_ AS (
     CROSS JOIN data_start d
     GROUP BY a.rule, a.host, a.g, a.u, a.ts, a.span
 ), judged AS (  -- sbe_climb: a climb is the GPU's own rate gone up, not a steady trickle: the
-    -- window's count must also be a 1-in-a-million (Poisson) count at its rate before,
-    -- lambda + 5 sqrt(lambda) + 4 with lambda at least 0.1 per window. Where the telemetry
-    -- does not reach a window back, the counter says: under 100 errors since the driver loaded
-    -- is a GPU that had none to speak of; more is a trickle whose rate is not known yet
+    -- window's count must also be a 1-in-a-million count for a Poisson process at its rate
+    -- before (lambda per window, at least 0.1): P(N >= n) <= e^-lambda lambda^n / n! /
+    -- (1 - lambda / (n + 1)) for n > lambda (the tail's first term times the geometric series
+    -- that bounds the rest), in logs. Where the telemetry does not reach a window back, the
+    -- counter says: under 100 errors since the driver loaded is a GPU that had none to speak
+    -- of; more is a trickle whose rate is not known yet
     SELECT *, CASE WHEN rule <> 'sbe_climb' THEN n >= threshold
-                   ELSE n >= threshold AND n >= lam + 5 * sqrt(lam) + 4
+                   ELSE n >= threshold AND n > lam + 1
+                        AND -lam + n * ln(lam) - lgamma(n + 1) - ln(1 - lam / (n + 1))
+                            <= ln(1e-6)
                         AND (known >= epoch(to_seconds(900)) OR value - n < 100) END AS holds
     FROM (SELECT *, greatest(0.1, CASE WHEN known > 0
                                      THEN n_before * epoch(to_seconds(900)) / known
