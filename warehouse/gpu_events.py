@@ -1,5 +1,6 @@
 """GPU events kept at ingest: XID errors, ECC and remapped-row increases, remap failures,
-throttling and NVLink errors, from the DCGM gauges and counters a batch of telemetry carries.
+throttling and NVLink errors, from the DCGM gauges and counters a batch of telemetry carries,
+and GPUs that fell silent while the fleet reported (sql/health/gpu_silence.sql).
 
 dcgm-exporter reports state, not events (its XID field is the last code seen, its ECC fields are
 counters), so an event is a change between a sample and the one before it of the same GPU and
@@ -23,6 +24,8 @@ from warehouse.catalog import sql_dir
 REPEAT_GAP_S = 3600
 #: How far back the sample before a batch is looked for (a GPU silent longer starts afresh).
 LOOKBACK_S = 6 * 3600
+#: Seconds without a sample that make a GPU silent, where wanka.health_rules has no `silent` row.
+SILENT_S = 300
 
 
 @functools.cache
@@ -37,6 +40,20 @@ def events_sql(batches: str) -> str:
     )
 
 
+def silence_sql(batches: str, silent_s: int) -> str:
+    """The SELECT of the 'silent' events the batches `batches` show, for a threshold of
+    `silent_s` seconds."""
+    return _template("gpu_silence").format(
+        batches=batches, silent_s=silent_s, half_s=silent_s // 2, lookback_s=LOOKBACK_S
+    )
+
+
+def silent_after_s(cur: duckdb.DuckDBPyConnection) -> int:
+    """Seconds without a sample after which a GPU is silent: the `silent` rule's threshold."""
+    row = cur.execute("SELECT threshold FROM wanka.health_rules WHERE rule = 'silent'").fetchone()
+    return max(1, int(row[0])) if row and row[0] is not None else SILENT_S
+
+
 def note(cur: duckdb.DuckDBPyConnection, batch_ids: Sequence[int]) -> int:
     """Store the events of the telemetry batches `batch_ids` and move wanka.gpu_event_state on;
     how many events. The ids are constants in the SQL, so its scans of gpu_samples skip every
@@ -44,10 +61,14 @@ def note(cur: duckdb.DuckDBPyConnection, batch_ids: Sequence[int]) -> int:
     if not batch_ids:
         return 0
     listed = ", ".join(str(int(b)) for b in sorted(set(batch_ids)))
-    written = cur.execute(
-        "INSERT INTO gpu_events (ts, host, gpu, uuid, kind, code, detail, metric, value, batch_id) "
-        f"SELECT ts, host, gpu, uuid, kind, code, detail, metric, value, batch_id "
-        f"FROM ({events_sql(listed)})"
-    ).fetchall()
+    written = 0
+    for select in (events_sql(listed), silence_sql(listed, silent_after_s(cur))):
+        (count,) = cur.execute(
+            f"INSERT INTO gpu_events ({_COLUMNS}) SELECT {_COLUMNS} FROM ({select})"
+        ).fetchall()[0]
+        written += int(count)
     cur.execute(_template("gpu_event_state").format(batches=listed))
-    return int(written[0][0])
+    return written
+
+
+_COLUMNS = "ts, host, gpu, uuid, kind, code, detail, metric, value, batch_id"

@@ -43,9 +43,12 @@ def table(rows: list[Row]) -> pa.Table:
     return pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
 
 
-def events(cur: Any) -> list[tuple[Any, ...]]:
+def events(cur: Any, silent: bool = False) -> list[tuple[Any, ...]]:
+    """The stored events, without the 'silent' ones unless asked (samples far apart in time
+    are the point of some tests here, not silence)."""
+    where = "" if silent else "WHERE kind <> 'silent'"
     return [tuple(r) for r in cur.execute(
-        "SELECT ts, host, gpu, kind, code, detail FROM gpu_events ORDER BY ALL"
+        f"SELECT ts, host, gpu, kind, code, detail FROM gpu_events {where} ORDER BY ALL"
     ).fetchall()]  # fmt: skip
 
 
@@ -183,3 +186,47 @@ def test_an_ingest_in_many_chunks_notes_each_event_once(
         assert [(ts.minute, kind, code) for ts, _, _, kind, code, _ in events(cur)] == [
             (40, "xid", 79), (0, "xid", 79)]  # fmt: skip
         cur.close()
+
+
+def fleet(minutes: int, quiet: dict[tuple[str, int], range]) -> list[Row]:
+    """XID samples every minute from n1 (GPUs 0, 1) and n2 (GPU 0), none while `quiet` says."""
+    rows: list[Row] = []
+    for k in range(minutes):
+        for host, gpu in (("n1", 0), ("n1", 1), ("n2", 0)):
+            if k not in quiet.get((host, gpu), range(0)):
+                ts = T0 + timedelta(minutes=k, seconds=gpu)
+                rows.append((ts, host, gpu, f"GPU-{host}-{gpu}", XID, 0.0))
+    return sorted(rows, key=lambda r: r[0])
+
+
+SILENT = [  # n1 GPU 1 quiet after 00:05 (back at 00:16); all of n2 quiet after 00:20
+    (T0 + timedelta(minutes=10, seconds=1), "n1", 1, "silent", None,
+     "GPU fell silent: no samples after 2026-12-01 00:05:01 while its host reported"),
+    (T0 + timedelta(minutes=25), "n2", 0, "silent", None,
+     "host fell silent: no GPU of n2 reported after 2026-12-01 00:20:00"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("per_minute", [False, True], ids=["one batch", "a batch a minute"])
+def test_a_gpu_or_host_that_falls_silent_is_one_event(cur: Any, per_minute: bool) -> None:
+    rows = fleet(30, {("n1", 1): range(6, 16), ("n2", 0): range(21, 30)})
+    batches = [[r for r in rows if r[0].minute == m] for m in range(30)] if per_minute else [rows]
+    for batch in batches:
+        telemetry.insert(cur, table(batch))
+    assert events(cur, silent=True) == SILENT
+    telemetry.insert(cur, table(rows))  # the same samples again: nothing new
+    assert events(cur, silent=True) == SILENT
+    (value,) = cur.execute("SELECT value FROM gpu_events WHERE host = 'n2'").fetchone()
+    # silent from 00:20:00 to the newest sample the batch that saw it held: 00:29:01 when one
+    # batch held it all, 00:28:01 (silent 7.5 minutes, to be sure) when the batches came a minute
+    # at a time
+    assert value == (8 * 60 + 1 if per_minute else 9 * 60 + 1)
+
+
+def test_no_silence_while_nobody_reports_or_the_node_is_down(cur: Any) -> None:
+    """A gap in everybody's samples is the collection's outage, not a GPU's; a node the
+    scheduler has down says why it is quiet."""
+    cur.execute("INSERT INTO nodes (host, state) VALUES ('n2', 'down')")
+    everybody = {(h, g): range(8, 20) for h, g in (("n1", 0), ("n1", 1))}
+    telemetry.insert(cur, table(fleet(30, {**everybody, ("n2", 0): range(5, 30)})))
+    assert events(cur, silent=True) == []
