@@ -20,6 +20,7 @@ WITH now_ AS (
     SELECT * FROM (@include(events_findings.sql))
     UNION ALL BY NAME SELECT * FROM (@include(window_findings.sql))
     UNION ALL BY NAME SELECT * FROM (@include(silent_findings.sql))
+    UNION ALL BY NAME SELECT * FROM (@include(counter_findings.sql))
     UNION ALL BY NAME SELECT * FROM nccl
 )
 SELECT f.rule, r.state, f.host, f.gpu, f.uuid, f.n, f.since, f.flagged_at, f.until, f.current,
