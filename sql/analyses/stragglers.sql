@@ -34,7 +34,7 @@ WITH activity AS (
     FROM gpu_metrics AS m
     JOIN job_gpus AS j ON j.host = m.host AND j.gpu = m.gpu
         AND m.ts >= j.start_at AND (j.end_at IS NULL OR m.ts < j.end_at)
-    WHERE m.metric = 'DCGM_FI_PROF_SM_ACTIVE' AND m.value = m.value
+    WHERE m.metric = 'DCGM_FI_PROF_SM_ACTIVE' AND NOT isnan(m.value)
     GROUP BY ALL
 ), peers AS (
     SELECT *, median(v) OVER job_w AS med, count(*) OVER job_w AS n

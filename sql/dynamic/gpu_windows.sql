@@ -18,5 +18,5 @@ SELECT time_bucket(INTERVAL '5 minutes', ts) AS w,
 FROM gpu_metrics
 WHERE metric IN ('DCGM_FI_PROF_SM_ACTIVE', 'DCGM_FI_DEV_GPU_UTIL', 'DCGM_FI_DEV_POWER_USAGE',
                  'DCGM_FI_DEV_GPU_TEMP', 'DCGM_FI_DEV_SM_CLOCK')
-    AND value = value
+    AND NOT isnan(value)
 GROUP BY ALL

@@ -18,7 +18,7 @@ WITH now_ AS (
     FROM wanka.gpu_event_state
     WHERE metric IN ('DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS',
                      'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS')
-        AND value = value
+        AND NOT isnan(value)
     GROUP BY ALL
 ), over AS (
     SELECT c.*, r.span FROM counters c, rules r WHERE c.remapped >= r.threshold

@@ -75,7 +75,7 @@ WITH fields AS (
             ELSE CASE WHEN prev IS NOT NULL AND value > prev THEN f.kind END
         END AS kind
     FROM near n JOIN fields f USING (metric)
-    WHERE n.batch_id IS NOT NULL AND n.value = n.value
+    WHERE n.batch_id IS NOT NULL AND NOT isnan(n.value)
 )
 SELECT e.ts, e.host, nullif(e.gpu, -1) AS gpu, nullif(e.uuid, '') AS uuid, e.kind,
        CASE WHEN e.kind = 'xid' THEN CAST(e.value AS INTEGER) END AS code,

@@ -230,3 +230,15 @@ def test_no_silence_while_nobody_reports_or_the_node_is_down(cur: Any) -> None:
     everybody = {(h, g): range(8, 20) for h, g in (("n1", 0), ("n1", 1))}
     telemetry.insert(cur, table(fleet(30, {**everybody, ("n2", 0): range(5, 30)})))
     assert events(cur, silent=True) == []
+
+
+def test_a_nan_sample_is_no_event_and_no_error(cur: Any) -> None:
+    """dcgm-exporter and Prometheus can send NaN; in DuckDB NaN = NaN is true, so it is read
+    with isnan (a NaN XID once failed the whole ingest casting NaN to an XID code)."""
+    rows: list[Row] = []
+    for k in range(6):
+        ts = T0 + timedelta(minutes=k)
+        rows.append((ts, "n1", 0, "GPU-a", XID, float("nan") if k == 3 else 0.0))
+        rows.append((ts, "n1", 0, "GPU-a", SBE, float("nan") if k == 3 else 1.0))
+    telemetry.insert(cur, table(rows))
+    assert events(cur, silent=True) == []
