@@ -7,10 +7,11 @@
         ...
     write_formats(cluster, Path("out"))   # the real file formats, for `wanka ingest`
 
-The pipeline is inventory → workload → scheduler → job log → telemetry plan; every step draws
-from its own generator derived from `cfg.seed`, so a change in one step's draws leaves the
-others' alone. Inventory and job log are built eagerly (seconds at 10,000 GPUs); telemetry is
-generated batch by batch when iterated.
+The pipeline is inventory → workload → scheduler → job log → telemetry plan → faults → step
+times (job_events 'step_time', which a slow GPU lengthens); every step draws from its own
+generator derived from `cfg.seed`, so a change in one step's draws leaves the others' alone.
+Inventory and job log are built eagerly (seconds at 10,000 GPUs); telemetry is generated batch
+by batch when iterated.
 """
 
 from __future__ import annotations

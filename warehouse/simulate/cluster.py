@@ -19,12 +19,13 @@ from warehouse.simulate.inventory import (
 from warehouse.simulate.joblog import build_joblog
 from warehouse.simulate.nccl import probe_results
 from warehouse.simulate.scheduler import schedule
+from warehouse.simulate.step_times import merge_events, step_time_events
 from warehouse.simulate.telemetry import Observer, batches, sample_count
 from warehouse.simulate.telemetry_plan import TelemetryPlan, build_plan, fault_space, with_faults
 from warehouse.simulate.workload import generate_workload
 
 #: Tags that give each step of the pipeline a generator of its own.
-_INVENTORY, _WORKLOAD, _SCHEDULER, _JOBLOG, _TELEMETRY, _FAULTS, _NCCL = range(7)
+_INVENTORY, _WORKLOAD, _SCHEDULER, _JOBLOG, _TELEMETRY, _FAULTS, _NCCL, _STEP_TIMES = range(8)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,13 @@ def simulate_cluster(cfg: SimConfig) -> SimulatedCluster:
     if cfg.faults:
         space = fault_space(plan, work.nodes[plan.job_rows] > 1)
         plan = with_faults(plan, draw_faults(space, cfg.faults, rng(_FAULTS)))
+    # Step times last: a slow GPU slows its job, and drawing them changes nothing drawn before.
+    slowed = [
+        (int(plan.job_rows[f.job]), f.k0 * cfg.interval_s, f.k1 * cfg.interval_s, 1 - f.magnitude)
+        for f in plan.faults.truth
+        if f.kind == "slow_gpu"
+    ]
+    steps = step_time_events(cfg, inv, work, sched, log, slowed, rng(_STEP_TIMES))
     nccl = None
     if cfg.nccl_probe_s:
         nccl = probe_results(cfg, inv, plan.faults.bad_nics, rng(_NCCL), cfg.nccl_probe_s)
@@ -94,7 +102,7 @@ def simulate_cluster(cfg: SimConfig) -> SimulatedCluster:
         nodes=nodes_table(inv, sched.host_state),
         jobs=log.jobs,
         job_steps=log.job_steps,
-        job_events=log.job_events,
+        job_events=merge_events(log.job_events, steps),
         telemetry=plan,
         gpu_slots=tuple(sched.slots),
         nccl_results=nccl,

@@ -3,7 +3,8 @@
 Slurm jobs get numeric ids in submit order and the batch, extern and `0` steps `sacct` shows;
 Kubernetes pods get pod names and no steps. Multi-node training jobs save a checkpoint every
 30–60 minutes; how long a save takes follows from the model's size and the slowest of the job's
-storage links, capped by the file system (`checkpoint_write_s` in SQL_API.md).
+storage links, capped by the file system (`checkpoint_write_s` in SQL_API.md). Their step
+times join job_events later (step_times.py), once the faults that slow them are drawn.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ REQUIRED = {
     "gpu_efficiency",
     "job_energy",
     "stragglers",
+    "step_time_changes",
     "interruption_causes",
     "health",
 }

@@ -35,6 +35,7 @@ DUCKDB_ONLY = {
     "gpu_efficiency": "wanka.efficiency_rules",
     "idle_gpu_jobs": "wanka.efficiency_rules",
     "stragglers": "job_gpus is a view",
+    "step_time_changes": "job_gpus is a view",
 }
 #: Shipped dynamic tables the lake marks as DuckDB's alone, and a word of why: the health rules
 #: read their thresholds and the newest batch from wanka's own tables.
