@@ -329,6 +329,13 @@ SECTIONS: tuple[Section, ...] = (
         empty="No GPU or node breaks a rule of wanka.health_rules now.",
     ),
     Section("Reliability", "stragglers", None, rows=10, empty="No GPU is slower than its job."),
+    Section(
+        "Reliability",
+        "step_time_changes",
+        None,
+        rows=10,
+        empty="No job's logged step time went up and stayed up.",
+    ),
     Section("Reliability", "interruption_causes", None, rows=20),
     Section("Reliability", "interruptions", interruptions),
     Section("Reliability", "xid_by_model", xids),
