@@ -306,7 +306,7 @@ class Server:
                 try:
                     with self.writes.hold(cur, interval_s):
                         dropped = retention.apply(cur)
-                        outcomes = run_due(cur)
+                        outcomes = run_due(cur, next_pass_s=interval_s)
                 except WriterBusy:
                     self.metrics.count(
                         "wanka_scheduler_waits_total",

@@ -1,8 +1,10 @@
 """The scheduler: which dynamic tables are due, and refreshing them once (`wanka refresh`).
 
-Freshness-driven, like Snowflake's target lag: a table is due when a refresh started later
-would finish after its data got staler than its freshness — `now + expected duration >=
-data_timestamp + freshness`, the expected duration being its last successful refresh's. A table
+Freshness-driven, like Snowflake's target lag: a table is due when a refresh started at the
+next pass would finish after its data got staler than its freshness — `now + time to the next
+pass + expected duration >= data_timestamp + freshness`, the expected duration being its last
+successful refresh's (`wanka serve` passes every --refresh-interval-s; a table refreshed only at
+its deadline would show data up to a pass's interval staler than its freshness). A table
 never refreshed, or whose last refresh failed (or whose upstream failed), is due. The dynamic
 tables a due table reads are refreshed with it, before it, whatever their own freshness (a
 'downstream' table is refreshed only then), so that a chain reflects one data timestamp: the
@@ -109,24 +111,27 @@ def _order(tables: dict[str, Entry]) -> list[str]:
     return order
 
 
-def is_due(entry: Entry, now: datetime) -> bool:
-    """Due on its own account: stale by `now` plus a refresh's duration, never refreshed, or
-    failed (retries wait for the backoff elsewhere). 'downstream' tables never are."""
+def is_due(entry: Entry, now: datetime, next_pass_s: float = 0.0) -> bool:
+    """Due on its own account: stale by the next pass (`next_pass_s` after `now`) plus a
+    refresh's duration, never refreshed, or failed (retries wait for the backoff elsewhere).
+    'downstream' tables never are."""
     if entry.state in ("failed", "upstream_failed") or entry.data_timestamp is None:
         return True
     if entry.freshness_s is None:
         return False
     deadline = entry.data_timestamp + timedelta(seconds=entry.freshness_s)
-    return now + timedelta(seconds=entry.expected_s) >= deadline
+    return now + timedelta(seconds=entry.expected_s + next_pass_s) >= deadline
 
 
-def due(con: duckdb.DuckDBPyConnection, now: datetime | None = None) -> list[str]:
+def due(
+    con: duckdb.DuckDBPyConnection, now: datetime | None = None, next_pass_s: float = 0.0
+) -> list[str]:
     """Tables a run at `now` handles, in dependency order: the due ones and what they read."""
-    return _due(entries(con), now or datetime.now(UTC))
+    return _due(entries(con), now or datetime.now(UTC), next_pass_s)
 
 
-def _due(tables: dict[str, Entry], now: datetime) -> list[str]:
-    wanted = {name for name, entry in tables.items() if is_due(entry, now)}
+def _due(tables: dict[str, Entry], now: datetime, next_pass_s: float = 0.0) -> list[str]:
+    wanted = {name for name, entry in tables.items() if is_due(entry, now, next_pass_s)}
     stack = list(wanted)
     while stack:  # what a due table reads is refreshed with it, at the same data timestamp
         for source in tables[stack.pop()].sources:
@@ -142,15 +147,17 @@ def run_due(
     *,
     name: str | None = None,
     full: bool = False,
+    next_pass_s: float = 0.0,
 ) -> list[Outcome]:
-    """Refresh every table due at `now` (or only `name`, ignoring its backoff) once.
+    """Refresh every table due at `now` (or only `name`, ignoring its backoff) once; a loop
+    that runs again in `next_pass_s` seconds refreshes what would be late by then.
 
     Failures are recorded and returned, never raised; an unknown `name` is a UserError.
     """
     if isinstance(target, Engine):
         cur = target.cursor()
         try:
-            return run_due(cur, now, name=name, full=full)
+            return run_due(cur, now, name=name, full=full, next_pass_s=next_pass_s)
         finally:
             cur.close()
     con = target
@@ -163,7 +170,7 @@ def run_due(
             raise UserError(f"no dynamic table named {name}")
         todo = [name]
     else:
-        todo = _due(tables, run_at)
+        todo = _due(tables, run_at, next_pass_s)
     bad: dict[str, str] = {}  # tables this run failed or skipped: why
     done: list[Outcome] = []
     for each in todo:

@@ -77,6 +77,20 @@ def test_due_when_it_would_otherwise_become_staler_than_its_freshness(
     assert run_due(cur, T0 + timedelta(minutes=7, seconds=59)) == []
     assert names(run_due(cur, T0 + timedelta(minutes=8))) == ["hosts"]
 
+def test_a_loop_refreshes_what_would_be_late_by_its_next_pass(
+    cur: duckdb.DuckDBPyConnection,
+) -> None:
+    """`wanka serve` passes every 10 s: a table whose deadline falls before the next pass is
+    refreshed now, so its data is never staler than its freshness (it was, by up to a pass)."""
+    create(cur, "hosts", "1 minute", "SELECT host, count(*) AS n FROM gpu_metrics GROUP BY ALL")
+    assert names(run_due(cur, T0)) == ["hosts"]
+    cur.execute(  # a refresh that takes no time
+        "UPDATE wanka.refresh_history SET finished_at = started_at "
+        "WHERE started_at = (SELECT max(started_at) FROM wanka.refresh_history)"
+    )
+    assert run_due(cur, T0 + timedelta(seconds=49), next_pass_s=10) == []
+    assert names(run_due(cur, T0 + timedelta(seconds=50), next_pass_s=10)) == ["hosts"]
+
 
 def test_downstream_refreshes_only_when_a_due_table_reads_it(
     cur: duckdb.DuckDBPyConnection,
