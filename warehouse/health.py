@@ -17,8 +17,6 @@ from typing import Any
 
 import duckdb
 
-from warehouse.dynamic.refresh import refresh
-
 STATES = ("ok", "watch", "drain", "replace")
 _RULE_COLUMNS = ("rule", "state", "threshold", "window_s", "description")
 #: The dynamic table of every finding (sql/dynamic/health_findings.sql) and what it reads.
@@ -28,12 +26,16 @@ WINDOWS = "gpu_windows"
 
 def refresh_inputs(cur: duckdb.DuckDBPyConnection) -> None:
     """Bring gpu_windows and health_findings up to the stored data, as `wanka serve`'s scheduler
-    does every minute, for a command run on a file nobody serves: gpu_windows folds only what is
-    new; health_findings is recomputed when a batch or a rule changed since this last did it."""
-    refresh(cur, WINDOWS)
+    does every minute, for a command run on a file nobody serves, when a batch or a rule changed
+    since this last did it: gpu_windows folds only what is new, health_findings is recomputed.
+    Nothing changed, nothing is refreshed (nor the refresh machinery imported: `wanka health`
+    answers within a second)."""
     signature = cur.execute(_SIGNATURE).fetchone()
     said = cur.execute("SELECT value FROM wanka.settings WHERE key = ?", [_KEY]).fetchone()
     if signature is None or said is None or said[0] != signature[0]:
+        from warehouse.dynamic.refresh import refresh
+
+        refresh(cur, WINDOWS)
         refresh(cur, FINDINGS)
         cur.execute(
             "INSERT OR REPLACE INTO wanka.settings VALUES (?, ?, now())",

@@ -7,10 +7,10 @@ from graphlib import TopologicalSorter
 from pathlib import Path
 
 from warehouse import catalog as sql_catalog
-from warehouse.dynamic import catalog
-from warehouse.dynamic.refresh import refresh
 from warehouse.engine import Engine
-from warehouse.query import execute
+
+# The dynamic-table machinery (sqlglot, the planner) is imported where a table is created or
+# refreshed: every writing command checks for missing shipped tables, and most find none.
 
 
 def shipped_folder() -> Path:
@@ -47,6 +47,10 @@ def install_shipped(engine: Engine, *, refresh_existing: bool = False) -> list[s
 
     Creating one refreshes it; `refresh_existing` also refreshes those already defined.
     """
+    from warehouse.dynamic import catalog
+    from warehouse.dynamic.refresh import refresh
+    from warehouse.query import execute
+
     cur = engine.cursor()
     try:
         existing = catalog.names(cur)
@@ -79,6 +83,9 @@ def ensure_shipped(engine: Engine) -> list[str]:
         missing = [p for p in shipped_folder().glob("*.sql") if p.stem not in given]
         if not missing:
             return []
+        from warehouse.dynamic import catalog
+        from warehouse.query import execute
+
         existing = catalog.names(cur)
         created = []
         for path in in_creation_order(sorted(missing)):
