@@ -42,13 +42,14 @@ def run(cfg: SimConfig, folder: Path) -> health_eval.Score:
         windows = cur.execute("SELECT count(*) FROM gpu_windows").fetchone()
         cur.close()
     scored = health_eval.score(findings, health_eval.truth(cluster), cluster.telemetry.columns)
-    print(f"\n## {cfg.gpus:,} GPUs x {cfg.hours:g} h, {cfg.faults} faults of each kind")
+    print(f"\n### {cfg.gpus:,} GPUs x {cfg.hours:g} h, {cfg.faults} faults of each kind\n")
     print(f"{samples:,} samples, {windows[0] if windows else 0:,} gpu_windows rows, "
           f"{len(findings):,} findings; simulate {built - started:.1f} s, load + refresh "
           f"{loaded - built:.1f} s, findings {found - loaded:.2f} s, report "
           f"{reported - found:.2f} s ({report['counts']['gpus']})")  # fmt: skip
-    print()
+    print("\n```")
     print(health_eval.render(scored))
+    print("```")
     return scored
 
 
