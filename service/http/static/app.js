@@ -1,10 +1,11 @@
-// wanka's SQL workbench: run SQL or a shipped analysis, show a table and a quick chart, and the
-// dynamic tables with their freshness. Plain JavaScript, no libraries, nothing from the network
-// but this server's own /v1 API.
+// wanka's SQL workbench: the cluster's health, run SQL or a shipped analysis, show a table and a
+// quick chart, and the dynamic tables with their freshness. Plain JavaScript, no libraries,
+// nothing from the network but this server's own /v1 API.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const state = { analyses: [], chosen: null };
+const STATES = ["ok", "watch", "drain", "replace"];  // warehouse/health.py, best to worst
 
 function headers() {
   const h = { "Content-Type": "application/json" };
@@ -18,7 +19,7 @@ async function api(path, body) {
     : { method: "POST", headers: headers(), body: JSON.stringify(body) };
   const response = await fetch(path, init);
   const data = await response.json();
-  if (!response.ok) throw new Error(data.error || response.statusText);
+  if (!response.ok) throw Object.assign(new Error(data.error || response.statusText), { status: response.status });
   return data;
 }
 
@@ -132,12 +133,14 @@ function choose(name) {
 }
 
 async function loadAnalyses() {
+  if (state.analyses.length) return;  // listed already: a new token lists the same
   try {
     state.analyses = await api("/v1/analyses");
   } catch (error) {
     $("about").textContent = "analyses: " + error.message;
     return;
   }
+  if (!state.chosen) $("about").textContent = "";  // an earlier try's error
   for (const a of state.analyses) $("examples").appendChild(el("option", { value: a.name }, `${a.name}: ${a.title}`));
 }
 
@@ -152,6 +155,7 @@ async function loadDynamic() {
     target.querySelectorAll("tbody tr").forEach((tr, i) => {
       tr.className = tables[i].state === "active" ? "fresh" : "stale";
     });
+    target.className = "";
     target.dataset.loaded = String(tables.length);
   } catch (error) {
     target.textContent = error.message;
@@ -159,17 +163,89 @@ async function loadDynamic() {
   }
 }
 
+// "2026-11-01T00:28:00+00:00" → "2026-11-01 00:28:00 UTC" (the API's times are UTC).
+function when(iso) {
+  return iso ? iso.replace("T", " ").replace(/(\+00:00|Z)$/, " UTC") : "";
+}
+
+function badge(name, text) {
+  return el("span", { class: `state state-${name}` }, text);
+}
+
+// What the newest evidence of a finding says, as `wanka health` prints it.
+function evidence(e) {
+  return (e.code !== null && e.code !== undefined ? `XID ${e.code}: ` : "") + (e.detail || e.kind || "");
+}
+
+// One row per finding: each flagged host's own findings (gpu "-") and each flagged GPU's, worst
+// host or GPU first (the report's order within a state), its worst finding first.
+function healthRows(report) {
+  const rank = (r) => STATES.indexOf(r.state);
+  const worst = (rules) => STATES[Math.max(...rules.map(rank))];
+  const entries = report.nodes.filter((n) => n.rules.length)
+    .map((n) => ({ host: n.host, gpu: "-", state: worst(n.rules), rules: n.rules }))
+    .concat(report.gpus.map((g) => ({ host: g.host, gpu: String(g.gpu), state: g.state, rules: g.rules })));
+  entries.sort((a, b) => rank(b) - rank(a));
+  return entries.flatMap((e) => [...e.rules].sort((a, b) => rank(b) - rank(a))
+    .map((r) => ({ host: e.host, gpu: e.gpu, ...r })));
+}
+
+function renderHealthCounts(report) {
+  const counts = report.counts, line = $("health-counts");
+  line.replaceChildren(report.as_of ? `as of ${when(report.as_of)}: GPUs ` : "no telemetry yet: GPUs ");
+  for (const name of STATES) {
+    const n = counts.gpus[name];
+    const b = badge(name, `${n.toLocaleString("en-US")} ${name}`);
+    if (n === 0) b.classList.add("none");
+    line.append(b, " ");
+  }
+  line.append(el("span", { class: "nodes" },
+    `${counts.nodes_flagged.toLocaleString("en-US")} of ${counts.nodes.toLocaleString("en-US")} nodes flagged`));
+  line.className = "";
+}
+
+async function loadHealth() {
+  const section = $("health"), line = $("health-counts"), target = $("health-table");
+  delete section.dataset.loaded;
+  line.className = "muted";
+  try {
+    const report = await api("/v1/health");
+    const rows = healthRows(report);
+    renderHealthCounts(report);
+    if (!rows.length) {
+      target.replaceChildren(el("p", { class: "muted" }, "no GPU or node flagged"));
+    } else {
+      renderTable(target, [{ name: "state" }, { name: "host" }, { name: "gpu" }, { name: "rule" },
+        { name: "count", type: "INTEGER" }, { name: "newest evidence" }, { name: "last" }],
+      rows.map((r) => [r.state, r.host, r.gpu, r.rule, r.count, evidence(r.evidence[0] || {}), when(r.last)]));
+      target.querySelectorAll("tbody tr").forEach((tr, i) => {
+        tr.className = `state-${rows[i].state}`;
+        tr.cells[0].replaceChildren(badge(rows[i].state, rows[i].state));
+        tr.cells[5].title = rows[i].evidence.map((e) => `${when(e.ts)}  ${evidence(e)}`).join("\n");
+      });
+    }
+    section.dataset.loaded = String(rows.length);
+  } catch (error) {
+    target.replaceChildren();
+    line.textContent = `health unavailable${error.status ? ` (HTTP ${error.status})` : ""}: ${error.message}`;
+    line.className = "error";
+  }
+}
+
 $("token").value = localStorage.getItem("wanka-token") || "";
 $("token").addEventListener("change", () => {
   localStorage.setItem("wanka-token", $("token").value);
+  loadHealth();
   loadAnalyses();
   loadDynamic();
 });
 $("examples").addEventListener("change", (e) => choose(e.target.value));
 $("run").addEventListener("click", run);
 $("reload-dynamic").addEventListener("click", loadDynamic);
+$("reload-health").addEventListener("click", loadHealth);
 $("sql").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) run();
 });
+loadHealth();
 loadAnalyses();
 loadDynamic();
