@@ -56,31 +56,9 @@ WITH steps AS (
     FROM step_runs
     GROUP BY job_id, step_run
     HAVING count(*) >= $min_windows
-),  -- activity to slow: sql/analyses/stragglers.sql's rule as it is there, for these jobs only
-activity AS (
-    SELECT j.job_id, m.host, m.gpu,
-           time_bucket(INTERVAL '5 minutes', m.ts) AS w, avg(m.value) AS v
-    FROM gpu_metrics AS m
-    JOIN job_gpus AS j ON j.host = m.host AND j.gpu = m.gpu
-        AND m.ts >= j.start_at AND (j.end_at IS NULL OR m.ts < j.end_at)
-    WHERE m.metric = 'DCGM_FI_PROF_SM_ACTIVE' AND NOT isnan(m.value)
-        AND j.job_id IN (SELECT job_id FROM changes)
-    GROUP BY ALL
-), peers AS (
-    SELECT *, median(v) OVER job_w AS med, count(*) OVER job_w AS n
-    FROM activity WINDOW job_w AS (PARTITION BY job_id, w)
-), spread AS (
-    SELECT *, median(abs(v - med)) OVER (PARTITION BY job_id) AS mad FROM peers
-    WHERE n >= $min_gpus
-), judged AS (
-    SELECT *, (v - med) / nullif(1.4826 * mad, 0) AS z, 100 * (med - v) / nullif(med, 0) AS slower
-    FROM spread
-), slow AS (  -- a run of windows in a row: the window minus its rank is the same along it
-    SELECT *, CAST(epoch(w) / 300 AS BIGINT)
-                  - row_number() OVER (PARTITION BY job_id, host, gpu ORDER BY w) AS run
-    FROM judged
-    WHERE slower >= $min_slower_pct AND (z < -$z OR (mad = 0 AND v < med))
-), stragglers AS (
+), straggler_jobs AS (
+    SELECT job_id FROM changes
+), @include(parts/straggler_windows.sql), stragglers AS (
     SELECT job_id, host, gpu, median(slower) AS slower_pct,
            min(w) AS since, max(w) + INTERVAL '5 minutes' AS until
     FROM slow

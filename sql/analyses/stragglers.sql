@@ -28,29 +28,9 @@
 --   sm_active             the GPU's mean SM activity over the run (0-1)
 --   job_median            the job's median SM activity over the run (0-1)
 --   job_gpus              GPUs of the job in those windows, count
-WITH activity AS (
-    SELECT j.job_id, m.host, m.gpu,
-           time_bucket(INTERVAL '5 minutes', m.ts) AS w, avg(m.value) AS v
-    FROM gpu_metrics AS m
-    JOIN job_gpus AS j ON j.host = m.host AND j.gpu = m.gpu
-        AND m.ts >= j.start_at AND (j.end_at IS NULL OR m.ts < j.end_at)
-    WHERE m.metric = 'DCGM_FI_PROF_SM_ACTIVE' AND NOT isnan(m.value)
-    GROUP BY ALL
-), peers AS (
-    SELECT *, median(v) OVER job_w AS med, count(*) OVER job_w AS n
-    FROM activity WINDOW job_w AS (PARTITION BY job_id, w)
-), spread AS (
-    SELECT *, median(abs(v - med)) OVER (PARTITION BY job_id) AS mad FROM peers
-    WHERE n >= $min_gpus
-), judged AS (
-    SELECT *, (v - med) / nullif(1.4826 * mad, 0) AS z, 100 * (med - v) / nullif(med, 0) AS slower
-    FROM spread
-), slow AS (  -- a run of windows in a row: the window minus its rank is the same along it
-    SELECT *, CAST(epoch(w) / 300 AS BIGINT)
-                  - row_number() OVER (PARTITION BY job_id, host, gpu ORDER BY w) AS run
-    FROM judged
-    WHERE slower >= $min_slower_pct AND (z < -$z OR (mad = 0 AND v < med))
-)
+WITH straggler_jobs AS (
+    SELECT DISTINCT job_id FROM job_gpus
+), @include(parts/straggler_windows.sql)
 SELECT job_id, host, gpu,
        round(median(slower), 1) AS slower_pct,
        round(median(z), 1) AS z,

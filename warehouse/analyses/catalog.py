@@ -26,7 +26,7 @@ from functools import cache
 from pathlib import Path
 
 from warehouse.analyses.params import Param, parse_param_line
-from warehouse.catalog import sql_dir
+from warehouse.catalog import expand_includes, sql_dir
 from warehouse.errors import UserError
 
 _TITLE = re.compile(r"^-- ([a-z][a-z0-9_]*): (.+)$")
@@ -102,7 +102,7 @@ def parse_analysis(path: Path) -> Analysis:
         about="\n".join(about).strip(),
         params=tuple(params),
         columns=tuple(columns),
-        sql=text,
+        sql=expand_includes(text, path.parent),
         path=path,
     )
 
