@@ -29,7 +29,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.serving import REPO, WANKA, start_server, wanka  # noqa: E402
+from bench.serving import REPO, WANKA, start_server, wanka
 
 WRITER, PASSWORD = "bench-writer", "bench-health-pw-1"
 
@@ -78,7 +78,8 @@ def live(db: str) -> list[float]:
     delays = []
     try:
         for host, gpu, uuid, ms in faults:
-            text = f'DCGM_FI_DEV_XID_ERRORS{{gpu="{gpu}",UUID="{uuid}",Hostname="{host}"}} 79 {ms}\n'
+            labels = f'gpu="{gpu}",UUID="{uuid}",Hostname="{host}"'
+            text = f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} 79 {ms}\n"
             answer = httpx.post(
                 f"{url}/v1/ingest/dcgm", params={"name": f"xid-{host}-{gpu}.prom"},
                 content=text.encode(), auth=(WRITER, PASSWORD), timeout=60,
