@@ -77,6 +77,7 @@ def test_due_when_it_would_otherwise_become_staler_than_its_freshness(
     assert run_due(cur, T0 + timedelta(minutes=7, seconds=59)) == []
     assert names(run_due(cur, T0 + timedelta(minutes=8))) == ["hosts"]
 
+
 def test_a_loop_refreshes_what_would_be_late_by_its_next_pass(
     cur: duckdb.DuckDBPyConnection,
 ) -> None:
