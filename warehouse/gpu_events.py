@@ -26,6 +26,8 @@ REPEAT_GAP_S = 3600
 LOOKBACK_S = 6 * 3600
 #: Seconds without a sample that make a GPU silent, where wanka.health_rules has no `silent` row.
 SILENT_S = 300
+#: The columns of gpu_events each rule file's SELECT gives.
+_COLUMNS = "ts, host, gpu, uuid, kind, code, detail, metric, value, batch_id"
 
 
 @functools.cache
@@ -69,6 +71,3 @@ def note(cur: duckdb.DuckDBPyConnection, batch_ids: Sequence[int]) -> int:
         written += int(count)
     cur.execute(_template("gpu_event_state").format(batches=listed))
     return written
-
-
-_COLUMNS = "ts, host, gpu, uuid, kind, code, detail, metric, value, batch_id"
