@@ -24,7 +24,7 @@ def test_runs_with_a_parameter_in_csv_and_json(db_path: Path) -> None:
     assert as_csv.returncode == 0, as_csv.stderr
     lines = as_csv.stdout.splitlines()
     assert lines[0].startswith("model,vendor,bf16_tflops,tdp_w,tflops_per_w_tdp,")
-    assert lines[1] == '"B200","NVIDIA",2250,1000,2.25,,,0'
+    assert lines[1] == "B200,NVIDIA,2250,1000,2.25,,,0"  # strings quoted only when needed
     rows = json.loads(run_wanka(*args, "-f", "json").stdout)
     assert rows[0]["model"] == "B200" and rows[0]["tflops_per_w_tdp"] == 2.25
 
