@@ -7,10 +7,16 @@ const $ = (id) => document.getElementById(id);
 const state = { analyses: [], chosen: null };
 const STATES = ["ok", "watch", "drain", "replace"];  // warehouse/health.py, best to worst
 
+// A user and password (what `make run` prints) log in with HTTP Basic; else a bearer token.
 function headers() {
   const h = { "Content-Type": "application/json" };
-  const token = $("token").value.trim();
-  if (token) h.Authorization = "Bearer " + token;
+  const user = $("user").value.trim(), password = $("password").value, token = $("token").value.trim();
+  if (user && password) {
+    const bytes = new TextEncoder().encode(`${user}:${password}`);
+    h.Authorization = "Basic " + btoa(String.fromCharCode(...bytes));
+  } else if (token) {
+    h.Authorization = "Bearer " + token;
+  }
   return h;
 }
 
@@ -232,13 +238,18 @@ async function loadHealth() {
   }
 }
 
+// The token and the user name are kept in the browser; the password never is.
 $("token").value = localStorage.getItem("wanka-token") || "";
-$("token").addEventListener("change", () => {
-  localStorage.setItem("wanka-token", $("token").value);
-  loadHealth();
-  loadAnalyses();
-  loadDynamic();
-});
+$("user").value = localStorage.getItem("wanka-user") || "";
+for (const id of ["token", "user", "password"]) {
+  $(id).addEventListener("change", () => {
+    localStorage.setItem("wanka-token", $("token").value);
+    localStorage.setItem("wanka-user", $("user").value);
+    loadHealth();
+    loadAnalyses();
+    loadDynamic();
+  });
+}
 $("examples").addEventListener("change", (e) => choose(e.target.value));
 $("run").addEventListener("click", run);
 $("reload-dynamic").addEventListener("click", loadDynamic);

@@ -120,3 +120,29 @@ def test_workbench_health_shows_the_reports_counts_and_flagged_rows(
         # Only the requests made with the wrong token failed.
         assert page.errors and all("401" in e for e in page.errors), page.errors
     print(f"workbench health screenshot: {shot}")
+
+
+def set_field(page: Any, field: str, value: str) -> None:
+    page.evaluate(
+        f"(() => {{ const f = document.getElementById({field!r}); f.value = {value!r};"
+        "f.dispatchEvent(new Event('change')); })()"
+    )
+
+
+@pytest.mark.slow
+def test_a_person_logs_in_with_user_and_password(url: str, token: str) -> None:
+    """`make run` prints a reader's user and password: the page sends them as HTTP Basic and
+    shows what that reader may see; a wrong password is the API's 401."""
+    report = httpx.get(f"{url}/v1/health", auth=("ops", "health-page-pw"), trust_env=False).json()
+    with Browser() as browser:
+        page = browser.open(f"{url}/")
+        set_field(page, "user", "ops")
+        set_field(page, "password", "not-the-password")
+        page.until("document.getElementById('health-counts').className === 'error'")
+        said = page.evaluate("document.getElementById('health-counts').textContent")
+        assert said.startswith("health unavailable (HTTP 401)")
+        set_field(page, "password", "health-page-pw")
+        page.until("document.getElementById('health').dataset.loaded !== undefined")
+        assert sorted(cells for _, *cells in page.evaluate(ROWS)) == sorted(expected_rows(report))
+        stored = page.evaluate("JSON.stringify(Object.assign({}, localStorage))")
+        assert "health-page-pw" not in stored and '"wanka-user":"ops"' in stored
