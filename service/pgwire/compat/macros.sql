@@ -157,11 +157,22 @@ CREATE OR REPLACE MACRO memory.pg_compat.pg_get_constraintdef(constraint_oid) AS
     SELECT constraint_text FROM duckdb_constraints() AS d
     WHERE d.table_oid * 1000 + d.constraint_index = constraint_oid LIMIT 1);
 
-CREATE OR REPLACE MACRO memory.pg_compat.pg_get_function_result(fn) AS NULL::VARCHAR;
+-- wanka's functions are macros: parameters and results without a declared type ("any"; a
+-- table macro returns SETOF record), as pg_proc says.
+CREATE OR REPLACE MACRO memory.pg_compat.pg_get_function_result(fn) AS (
+    SELECT CASE WHEN function_type = 'table_macro' THEN 'SETOF record' ELSE '"any"' END
+    FROM duckdb_functions() AS f
+    WHERE f.function_oid = fn AND f.database_name = 'warehouse' AND NOT f.internal LIMIT 1);
 
-CREATE OR REPLACE MACRO memory.pg_compat.pg_get_function_arguments(fn) AS NULL::VARCHAR;
+CREATE OR REPLACE MACRO memory.pg_compat.pg_get_function_arguments(fn) AS (
+    SELECT array_to_string(list_transform(parameters, lambda x: x || ' "any"'), ', ')
+    FROM duckdb_functions() AS f
+    WHERE f.function_oid = fn AND f.database_name = 'warehouse' AND NOT f.internal LIMIT 1);
 
-CREATE OR REPLACE MACRO memory.pg_compat.pg_get_function_identity_arguments(fn) AS NULL::VARCHAR;
+CREATE OR REPLACE MACRO memory.pg_compat.pg_get_function_identity_arguments(fn) AS (
+    SELECT array_to_string(list_transform(parameters, lambda x: x || ' "any"'), ', ')
+    FROM duckdb_functions() AS f
+    WHERE f.function_oid = fn AND f.database_name = 'warehouse' AND NOT f.internal LIMIT 1);
 
 CREATE OR REPLACE MACRO memory.pg_compat.pg_get_triggerdef(t) AS NULL::VARCHAR,
     (t, pretty) AS NULL::VARCHAR;

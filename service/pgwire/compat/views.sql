@@ -233,17 +233,29 @@ FROM (VALUES (2, 'heap', 'heap_tableam_handler', 't'), (403, 'btree', 'bthandler
     AS a(oid, amname, amhandler, amtype)
 
 -- view: pg_proc
-SELECT 0::BIGINT AS oid, ''::VARCHAR AS proname, 0::BIGINT AS pronamespace,
-       10::BIGINT AS proowner, 0::BIGINT AS prolang, 0::FLOAT AS procost, 0::FLOAT AS prorows,
-       0::BIGINT AS provariadic, ''::VARCHAR AS prosupport, 'f' AS prokind, false AS prosecdef,
-       false AS proleakproof, false AS proisstrict, false AS proretset, 'i' AS provolatile,
-       's' AS proparallel, 0::SMALLINT AS pronargs, 0::SMALLINT AS pronargdefaults,
-       0::BIGINT AS prorettype, []::BIGINT[] AS proargtypes, NULL::BIGINT[] AS proallargtypes,
-       NULL::VARCHAR[] AS proargmodes, NULL::VARCHAR[] AS proargnames,
-       NULL::VARCHAR AS proargdefaults, NULL AS protrftypes, ''::VARCHAR AS prosrc,
+-- wanka's own functions (the model functions: SQL macros of the warehouse, listed by psql's \df,
+-- DBeaver and Superset); DuckDB's built-ins are not PostgreSQL's and are left out. A macro's
+-- parameters have no declared type: they are "any", and so is its result.
+SELECT f.function_oid::BIGINT AS oid, f.function_name AS proname,
+       s.oid::BIGINT AS pronamespace, 10::BIGINT AS proowner, 14::BIGINT AS prolang,
+       100::FLOAT AS procost,
+       CASE WHEN f.function_type = 'table_macro' THEN 1000 ELSE 0 END::FLOAT AS prorows,
+       0::BIGINT AS provariadic, '-'::VARCHAR AS prosupport, 'f' AS prokind, false AS prosecdef,
+       false AS proleakproof, false AS proisstrict,
+       f.function_type = 'table_macro' AS proretset, 'i' AS provolatile, 's' AS proparallel,
+       len(f.parameters)::SMALLINT AS pronargs, 0::SMALLINT AS pronargdefaults,
+       CASE WHEN f.function_type = 'table_macro' THEN 2249 ELSE 2276 END::BIGINT AS prorettype,
+       list_transform(f.parameters, lambda x: 2276::BIGINT) AS proargtypes,
+       NULL::BIGINT[] AS proallargtypes, NULL::VARCHAR[] AS proargmodes,
+       f.parameters::VARCHAR[] AS proargnames, NULL::VARCHAR AS proargdefaults,
+       NULL AS protrftypes, coalesce(f.macro_definition, '')::VARCHAR AS prosrc,
        NULL::VARCHAR AS probin, NULL::VARCHAR AS prosqlbody, NULL::VARCHAR[] AS proconfig,
        NULL::VARCHAR[] AS proacl, false AS proisagg
-WHERE false
+FROM duckdb_functions() AS f
+JOIN duckdb_schemas() AS s
+    ON s.database_name = f.database_name AND s.schema_name = f.schema_name
+WHERE f.database_name = 'warehouse' AND NOT f.internal
+    AND f.function_type IN ('macro', 'table_macro')
 
 -- view: pg_language
 SELECT 13::BIGINT AS oid, 'internal' AS lanname, 10::BIGINT AS lanowner, false AS lanispl
