@@ -33,7 +33,7 @@ def test_psql_describe_commands(served: Served) -> None:
     assert "timestamp with time zone" in out and "text[]" in out
     assert "wanka | wanka | UTF8" in out  # \l
     # \df: the model functions, with their parameters
-    assert 'public | gpu_mtbf_h ' in out and 'failures "any", gpus "any", hours "any"' in out
+    assert "public | gpu_mtbf_h " in out and 'failures "any", gpus "any", hours "any"' in out
 
 
 @needs_psql
