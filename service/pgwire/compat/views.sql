@@ -24,6 +24,7 @@ SELECT table_oid::BIGINT AS oid, table_name AS relname, schema_oid::BIGINT AS re
        false AS relispartition, 0::BIGINT AS relrewrite, 0 AS relfrozenxid, 0 AS relminmxid,
        NULL::VARCHAR[] AS relacl, NULL::VARCHAR[] AS reloptions, NULL AS relpartbound
 FROM duckdb_tables() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name)
 UNION ALL
 -- gpu_metrics is a view over the series and samples (sql/schema/0012): a table to clients
 SELECT view_oid, view_name, schema_oid, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, false, false,
@@ -39,12 +40,14 @@ SELECT table_oid * 1000 + constraint_index, table_name || '_' || CASE constraint
        len(constraint_column_names), 0, false, false, false, false, false, false, false, true,
        'd', false, 0, 0, 0, NULL, NULL, NULL
 FROM duckdb_constraints() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name)
     AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')
 UNION ALL
 SELECT index_oid, index_name, schema_oid, 0, 0, 10, 403, 0, 0, 0, 0, 0, 0, false, false, 'p',
        'i', 1, 0, false, false, false, false, false, false, false, true, 'd', false, 0, 0, 0,
        NULL, NULL, NULL
 FROM duckdb_indexes() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name)
 UNION ALL
 SELECT sequence_oid, sequence_name, schema_oid, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, false, false,
        'p', 'S', 0, 0, false, false, false, false, false, false, false, true, 'd', false, 0, 0,
@@ -63,11 +66,13 @@ SELECT table_oid::BIGINT AS attrelid, column_name AS attname,
        NULL::VARCHAR[] AS attacl, NULL::VARCHAR[] AS attoptions, NULL::VARCHAR[] AS attfdwoptions,
        NULL AS attmissingval
 FROM duckdb_columns() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name)
 
 -- view: pg_attrdef
 SELECT table_oid * 10000 + column_index AS oid, table_oid::BIGINT AS adrelid,
        column_index::SMALLINT AS adnum, column_default AS adbin
-FROM duckdb_columns() WHERE database_name = 'warehouse' AND column_default IS NOT NULL
+FROM duckdb_columns() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name) AND column_default IS NOT NULL
 
 -- view: pg_index
 SELECT table_oid * 1000 + constraint_index AS indexrelid, table_oid::BIGINT AS indrelid,
@@ -81,6 +86,7 @@ SELECT table_oid * 1000 + constraint_index AS indexrelid, table_oid::BIGINT AS i
        [] ::BIGINT[] AS indcollation, []::BIGINT[] AS indclass, []::SMALLINT[] AS indoption,
        NULL AS indexprs, NULL AS indpred
 FROM duckdb_constraints() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name)
     AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')
 
 -- view: pg_constraint
@@ -106,6 +112,7 @@ SELECT table_oid * 1000 + constraint_index AS oid,
        NULL::SMALLINT[] AS confkey, NULL AS conpfeqop, NULL AS conppeqop, NULL AS conffeqop,
        NULL AS conexclop, expression AS conbin
 FROM duckdb_constraints() c WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name)
     AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK')
 
 -- view: pg_type
@@ -173,10 +180,12 @@ WHERE false
 -- view: pg_description
 SELECT table_oid::BIGINT AS objoid, 1259::BIGINT AS classoid, 0 AS objsubid,
        comment AS description
-FROM duckdb_tables() WHERE database_name = 'warehouse' AND comment IS NOT NULL
+FROM duckdb_tables() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name) AND comment IS NOT NULL
 UNION ALL
 SELECT table_oid, 1259, column_index, comment FROM duckdb_columns()
-WHERE database_name = 'warehouse' AND comment IS NOT NULL
+WHERE database_name = 'warehouse' AND NOT memory.pg_compat.secret(schema_name, table_name)
+    AND comment IS NOT NULL
 
 -- view: pg_shdescription
 SELECT 0::BIGINT AS objoid, 0::BIGINT AS classoid, NULL::VARCHAR AS description WHERE false
@@ -190,6 +199,7 @@ SELECT table_oid::BIGINT AS relid, memory.pg_compat.schema_name(schema_name) AS 
        NULL::TIMESTAMPTZ AS last_vacuum, NULL::TIMESTAMPTZ AS last_autovacuum,
        NULL::TIMESTAMPTZ AS last_analyze, NULL::TIMESTAMPTZ AS last_autoanalyze
 FROM duckdb_tables() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name)
 
 -- view: pg_stat_activity
 SELECT 16384::BIGINT AS datid, 'wanka' AS datname, 0 AS pid, 'active' AS state,
@@ -203,6 +213,7 @@ SELECT memory.pg_compat.schema_name(schema_name) AS schemaname, table_name AS ta
        has_primary_key OR index_count > 0 AS hasindexes, false AS hasrules,
        false AS hastriggers, false AS rowsecurity
 FROM duckdb_tables() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name)
 
 -- view: pg_views
 SELECT memory.pg_compat.schema_name(schema_name) AS schemaname, view_name AS viewname,
@@ -218,6 +229,7 @@ SELECT ''::VARCHAR AS schemaname, ''::VARCHAR AS matviewname, ''::VARCHAR AS mat
 SELECT memory.pg_compat.schema_name(schema_name) AS schemaname, table_name AS tablename,
        index_name AS indexname, NULL::VARCHAR AS tablespace, sql AS indexdef
 FROM duckdb_indexes() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name)
 
 -- view: pg_settings
 SELECT name, setting, NULL::VARCHAR AS unit, 'Client Connection Defaults' AS category,
@@ -370,6 +382,7 @@ SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS ta
        NULL::VARCHAR AS user_defined_type_schema, NULL::VARCHAR AS user_defined_type_name,
        'YES' AS is_insertable_into, 'NO' AS is_typed, NULL::VARCHAR AS commit_action
 FROM duckdb_tables() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name)
 UNION ALL
 SELECT 'wanka', memory.pg_compat.schema_name(schema_name), view_name,
        CASE WHEN schema_name = 'main' AND view_name = 'gpu_metrics' THEN 'BASE TABLE' ELSE 'VIEW' END,
@@ -410,6 +423,7 @@ SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS ta
        'NO' AS is_identity, NULL::VARCHAR AS identity_generation,
        'NEVER' AS is_generated, NULL::VARCHAR AS generation_expression, 'YES' AS is_updatable
 FROM duckdb_columns() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name)
 
 -- view: information_schema.table_constraints
 SELECT 'wanka' AS constraint_catalog,
@@ -420,6 +434,7 @@ SELECT 'wanka' AS constraint_catalog,
        table_name, constraint_type, 'NO' AS is_deferrable, 'NO' AS initially_deferred,
        'YES' AS enforced, NULL::VARCHAR AS nulls_distinct
 FROM duckdb_constraints() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name)
     AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK')
 
 -- view: information_schema.key_column_usage
@@ -432,6 +447,7 @@ SELECT 'wanka' AS constraint_catalog,
        unnest(generate_series(1, len(constraint_column_names))) AS ordinal_position,
        NULL::INTEGER AS position_in_unique_constraint
 FROM duckdb_constraints() WHERE database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name)
     AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
 
 -- view: information_schema.routines

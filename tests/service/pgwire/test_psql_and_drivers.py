@@ -108,3 +108,21 @@ def test_sqlalchemy_reflection_and_queries(served: Served, driver: str) -> None:
 def test_password_is_required_even_for_loopback(served: Served) -> None:
     with pytest.raises(psycopg2.OperationalError, match="password authentication failed"):
         psycopg2.connect(served.dsn("admin", password=PASSWORD + "x"))
+
+
+@needs_psql
+def test_no_catalog_shows_the_tables_no_sql_may_read(served: Served) -> None:
+    """wanka.users and wanka.tokens (salts, SCRAM keys, token digests) are refused to every
+    role's SQL, so no catalog lists them or their columns."""
+    done = psql(
+        served,
+        "select count(*) from information_schema.columns where table_name in ('users', 'tokens')",
+        "select count(*) from information_schema.tables where table_name in ('users', 'tokens')",
+        "select count(*) from pg_attribute a join pg_class c on c.oid = a.attrelid "
+        "where c.relname in ('users', 'tokens')",
+        r"\dt wanka.*",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("     0\n") == 3 and "wanka.users" not in done.stdout
+    assert "| users " not in done.stdout and "| tokens " not in done.stdout
+    assert "wanka  | settings" in done.stdout  # the rest of the wanka schema is still listed
