@@ -30,12 +30,17 @@ TINY = SimConfig(
 )
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def served_demo(tmp_path_factory: pytest.TempPathFactory, cfg: SimConfig) -> Iterator[Server]:
+    """A Server over a fresh warehouse holding the demo of `cfg` (a module fixture's body)."""
     path = tmp_path_factory.mktemp("web") / "w.duckdb"
     with Server(str(path)) as served:
-        build_demo(served.engine, TINY)
+        build_demo(served.engine, cfg)
         yield served
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    yield from served_demo(tmp_path_factory, TINY)
 
 
 @pytest.fixture(scope="module")

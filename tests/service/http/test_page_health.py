@@ -14,7 +14,6 @@ import pytest
 from service.serve.server import Server
 from tests.browser import Browser
 from tests.service.http import test_page
-from warehouse.demo import build_demo
 from warehouse.health import STATES
 from warehouse.security.users import add_user, create_token
 
@@ -32,10 +31,7 @@ COUNTS = """Object.fromEntries([...document.querySelectorAll('#health-counts .st
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    path = tmp_path_factory.mktemp("web-health") / "w.duckdb"
-    with Server(str(path)) as served:
-        build_demo(served.engine, FAULTY)
-        yield served
+    yield from test_page.served_demo(tmp_path_factory, FAULTY)
 
 
 @pytest.fixture(scope="module")
@@ -64,10 +60,11 @@ def expected_rows(report: dict[str, Any]) -> list[list[str]]:
     return rows + [row(g["host"], str(g["gpu"]), r) for g in report["gpus"] for r in g["rules"]]
 
 
-def set_token(page: Any, value: str) -> None:
+def set_field(page: Any, field: str, value: str) -> None:
+    """Type `value` into the page's input `field` (token, user, password), as a person would."""
     page.evaluate(
-        "(() => { const t = document.getElementById('token'); t.value = " + repr(value) + ";"
-        "t.dispatchEvent(new Event('change')); })()"
+        f"(() => {{ const f = document.getElementById({field!r}); f.value = {value!r};"
+        "f.dispatchEvent(new Event('change')); })()"
     )
 
 
@@ -105,13 +102,13 @@ def test_workbench_health_shows_the_reports_counts_and_flagged_rows(
         assert worst[0] == max(STATES.index(row[0]) for row in expected_rows(report))
 
         # The page sends the token field as a bearer token: a wrong one is the API's 401 ...
-        set_token(page, "not-a-token")
+        set_field(page, "token", "not-a-token")
         page.until("document.getElementById('health-counts').className === 'error'")
         said = page.evaluate("document.getElementById('health-counts').textContent")
         assert said == "health unavailable (HTTP 401): unknown or revoked token"
         assert page.evaluate(ROWS) == []
         # ... a right one shows the same report again (the reload button fetches it anew).
-        set_token(page, token)
+        set_field(page, "token", token)
         page.until("document.getElementById('health').dataset.loaded !== undefined")
         page.evaluate("document.getElementById('reload-health').click()")
         page.until("document.getElementById('health').dataset.loaded !== undefined")
@@ -120,13 +117,6 @@ def test_workbench_health_shows_the_reports_counts_and_flagged_rows(
         # Only the requests made with the wrong token failed.
         assert page.errors and all("401" in e for e in page.errors), page.errors
     print(f"workbench health screenshot: {shot}")
-
-
-def set_field(page: Any, field: str, value: str) -> None:
-    page.evaluate(
-        f"(() => {{ const f = document.getElementById({field!r}); f.value = {value!r};"
-        "f.dispatchEvent(new Event('change')); })()"
-    )
 
 
 @pytest.mark.slow
