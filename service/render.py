@@ -7,10 +7,8 @@ memory except `table`, which is for people and shows a bounded number of rows.
 from __future__ import annotations
 
 import base64
-import csv
 import datetime as dt
 import decimal
-import io
 import json
 import math
 import uuid
@@ -74,14 +72,12 @@ def flat_for_csv(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def csv_header(names: list[str]) -> bytes:
-    """The header line, quoting a name only when it needs it (Arrow would quote them all).
+    """The header line, quoted as the values are (csv_column: only where a name needs it).
 
     >>> csv_header(["answer", "a,b"])
     b'answer,"a,b"\\n'
     """
-    line = io.StringIO()
-    csv.writer(line, lineterminator="\n").writerow(names)
-    return line.getvalue().encode()
+    return (",".join(csv_column(pa.array(names, pa.string())).to_pylist()) + "\n").encode()
 
 
 def csv_column(col: pa.Array) -> pa.Array:
