@@ -22,6 +22,14 @@ class QueryRequest(BaseModel):
     format: Format = "json"
     max_rows: int | None = Field(default=None, ge=0, le=2**62)
     timeout_s: float | None = Field(default=None, gt=0, le=86_400)
+    schema_: str | None = Field(
+        default=None,
+        alias="schema",
+        max_length=1000,
+        description="Where unqualified table names are looked up, in order, as PostgreSQL's "
+        "search_path: `wanka`, or `wanka, public` (`public` is `main`). Default: `main`.",
+        examples=["wanka, public"],
+    )
 
 
 class Column(BaseModel):

@@ -20,6 +20,7 @@ from service.http.workers import off_loop
 from service.serve.server import Server
 from service.serve.session import ClientGone, Moved, Session
 from service.serve.watchdog import WATCHDOG
+from warehouse import search_path
 from warehouse.errors import UserError
 from warehouse.security.users import User
 
@@ -57,8 +58,12 @@ def answer(server: Server, user: User, query: QueryRequest, *, on_loop: bool = F
         with contextlib.nullcontext() if on_loop else session.turn():
             started = time.thread_time()  # the CPU this query costs, not its waits
             began = time.perf_counter()
+            sql = query.sql
+            if query.schema_:
+                path = search_path.parse_path(query.schema_)
+                sql = search_path.qualify_sql(sql, path, search_path.relations(session.cursor))
             result = session.run(
-                query.sql, query.params, timeout_s=query.timeout_s, max_rows=query.max_rows
+                sql, query.params, timeout_s=query.timeout_s, max_rows=query.max_rows
             )
             batches, whole = read_head(result)
             if whole:  # small: no stream, no thread hop per chunk

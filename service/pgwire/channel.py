@@ -23,6 +23,7 @@ class Channel(Protocol):
     status: bytes  # b"I" idle, b"T" in a transaction block, b"E" in a failed one
     streaming: Portal | None  # the portal whose half-read stream holds the session
     default_timeout_s: float | None
+    context: dict[str, Any]  # session markers' values (user, pid, schema): sqlglot expressions
 
     async def call(self, fn: Callable[..., R], *args: Any) -> R:
         """`fn(*args)` on the connection's own thread (DuckDB work)."""

@@ -17,11 +17,13 @@ from sqlglot import exp
 
 from service.pgwire import codec, cursors, params
 from service.pgwire import types as t
+from service.pgwire.compat import paths
 from service.pgwire.errors import SqlError, message, sqlstate
 from service.pgwire.outbox import Outbox
 from service.pgwire.portal import Portal, Prepared, command_tag
 from service.pgwire.settings import REPORTED, Settings
-from service.pgwire.statements import Statement, split
+from service.pgwire.statements import Statement, classify, split
+from warehouse import search_path
 
 R = TypeVar("R")
 
@@ -61,6 +63,7 @@ class Connection:
         self.context: dict[str, exp.Expr] = {
             "wanka_session_user": exp.Literal.string(user or ""),
             "wanka_backend_pid": exp.Literal.number(pid),
+            **paths.DEFAULT_CONTEXT,
         }
 
     async def call(self, fn: Callable[..., R], *args: Any) -> R:
@@ -137,6 +140,9 @@ class Connection:
         if len(statements) > 1:
             raise SqlError("42601", "cannot insert multiple commands into a prepared statement")
         statement = statements[0] if statements else Statement("", "noop", "")
+        path = self.search_path()
+        if path != search_path.DEFAULT and statement.tree is not None:
+            statement = await self.call(self._resolved, statement, path)  # for Describe
         if name and name in self.prepared:
             raise SqlError("42P05", f'prepared statement "{name}" already exists')
         self.prepared[name] = Prepared(statement, oids)
@@ -219,10 +225,25 @@ class Connection:
                 "25P02",
                 "current transaction is aborted, commands ignored until end of transaction block",
             )
+        path = self.search_path()
+        if path == search_path.DEFAULT:
+            self.context.update(paths.DEFAULT_CONTEXT)
+        elif statement.tree is not None:
+            statement = await self.call(self._resolved, statement, path)
         sql = (
             statement.render(values, self.context) if statement.tree is not None else statement.text
         )
         return Portal(statement, sql, formats)
+
+    def search_path(self) -> tuple[str, ...]:
+        return search_path.parse_path(self.settings.get("search_path") or "")
+
+    def _resolved(self, statement: Statement, path: tuple[str, ...]) -> Statement:
+        """`statement` with its relations resolved along the session's search_path (blocking)."""
+        self.release_session()
+        known = search_path.relations(self.session.cursor)
+        self.context.update(paths.context(path, known))
+        return classify(statement.text, paths.resolver(path, known))
 
     async def start(self, portal: Portal) -> None:
         """Run the portal's statement unless it already runs."""

@@ -257,7 +257,7 @@ def describe_statement(conn: Channel, prepared: Prepared) -> pa.Schema | None:
     nulls = [params.literal(None, oid, False) for oid in prepared.param_types()]
     probe = exp.select("*").from_(statement.tree.copy().subquery("_describe")).limit(0)
     sql = type(statement)(statement.text, "query", "SELECT", probe, param_count=len(nulls)).render(
-        nulls
+        nulls, conn.context
     )
     conn.release_session()
     result = conn.session.run(sql)

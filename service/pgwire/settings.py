@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from warehouse import search_path
+
 SERVER_VERSION = "15.0"
 SERVER_VERSION_NUM = "150000"
 
@@ -79,6 +81,7 @@ _ALIASES = {
     "time zone": "TimeZone",
     "names": "client_encoding",
     "session authorization": "session_authorization",
+    "schema": "search_path",
 }
 
 _SET = re.compile(
@@ -87,7 +90,8 @@ _SET = re.compile(
 )
 _SET_MULTIWORD = re.compile(
     r"^\s*set\s+(?:(session|local)\s+)?(?P<name>time zone|names|transaction isolation level|"
-    r"session characteristics as transaction isolation level|session authorization|transaction)"
+    r"session characteristics as transaction isolation level|session authorization|transaction|"
+    r"schema)"
     r"\s+(?P<value>.*?)\s*;?\s*$",
     re.I | re.S,
 )
@@ -170,10 +174,12 @@ def session_command(sql: str) -> SessionCommand | None:
         name = canonical(match["name"])
         if name == "transaction":  # SET TRANSACTION ISOLATION LEVEL ... / READ ONLY
             return SessionCommand("set", "transaction_isolation", match["value"])
-        values = [_unquote(v) for v in match["value"].split(",")]
-        value = (
-            ", ".join(values) if name in ("search_path", "DateStyle") else _unquote(match["value"])
-        )
+        if name == "search_path" and match["value"].strip().lower() != "default":
+            value = search_path.show(search_path.parse_path(match["value"]))
+        elif name == "DateStyle":
+            value = ", ".join(_unquote(v) for v in match["value"].split(","))
+        else:
+            value = _unquote(match["value"])
         return SessionCommand("set", name, value)
     if head == "show":
         match = _SHOW.match(sql)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import sqlglot
@@ -150,8 +150,12 @@ def _chunks(sql: str) -> list[str]:
     return [c for c in chunks if c.strip()]
 
 
-def classify(text: str) -> Statement:
-    """Recognise one statement and rewrite it for DuckDB."""
+def classify(text: str, resolve: Callable[[exp.Expr], exp.Expr] | None = None) -> Statement:
+    """Recognise one statement and rewrite it for DuckDB.
+
+    `resolve` qualifies the client's unqualified relation names first (the session's
+    search_path: `warehouse.search_path`), before the compatibility rules run.
+    """
     command = session_command(text)
     if command is not None:
         return Statement(text, command.verb, command.verb.upper(), command=command)
@@ -161,7 +165,7 @@ def classify(text: str) -> Statement:
         kind = {"start": "begin", "end": "commit", "abort": "rollback"}.get(verb, verb)
         if kind != "rollback" or "to" not in transaction["rest"].lower().split():
             return Statement(text, kind, kind.upper())
-    cursor = _cursor_statement(text)
+    cursor = _cursor_statement(text, resolve)
     if cursor is not None:
         return cursor
     if _NOOP.match(text):
@@ -184,6 +188,8 @@ def classify(text: str) -> Statement:
     copy = _copy(tree, text)
     if copy is not None:
         tree = tree.this if isinstance(tree.this, exp.Query) else exp.select("*").from_(tree.this)
+    if resolve is not None:
+        tree = resolve(tree)
     tree = compat.rewrite(name_columns(tree))
     params = {
         int(p.this.this)
@@ -206,11 +212,13 @@ def _identifier(name: str) -> str:
     return name[1:-1].replace('""', '"') if name.startswith('"') else name.lower()
 
 
-def _cursor_statement(text: str) -> Statement | None:
+def _cursor_statement(
+    text: str, resolve: Callable[[exp.Expr], exp.Expr] | None = None
+) -> Statement | None:
     """DECLARE ... CURSOR FOR, FETCH, MOVE and CLOSE (psycopg's named cursors)."""
     declare = _DECLARE.match(text)
     if declare:
-        inner = classify(declare["query"].rstrip().rstrip(";"))
+        inner = classify(declare["query"].rstrip().rstrip(";"), resolve)
         binary = "binary" in declare["options"].lower().split()
         return replace(
             inner,

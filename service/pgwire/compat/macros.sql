@@ -129,8 +129,10 @@ CREATE OR REPLACE MACRO memory.pg_compat.parse_ident(name) AS
     list_transform(string_split(name, '.'),
                    lambda p: CASE WHEN p LIKE '"%"' THEN replace(p[2:-2], '""', '"') ELSE lower(p) END);
 
-CREATE OR REPLACE MACRO memory.pg_compat.current_schemas(implicit) AS
-    CASE WHEN implicit THEN ['pg_catalog', 'public'] ELSE ['public'] END;
+-- path: the session's search_path schemas that exist (the connection fills it in)
+CREATE OR REPLACE MACRO memory.pg_compat.current_schemas(implicit, path) AS
+    CASE WHEN implicit AND NOT list_contains(path, 'pg_catalog')
+         THEN list_prepend('pg_catalog', path) ELSE path END;
 
 CREATE OR REPLACE MACRO memory.pg_compat.constraint_indexdef(idx) AS (
     SELECT 'CREATE UNIQUE INDEX ' || table_name || '_' || CASE constraint_type

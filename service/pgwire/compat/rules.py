@@ -22,14 +22,15 @@ VERSION = (
     f"PostgreSQL {SERVER_VERSION} (wanka, DuckDB inside) on x86_64-pc-linux-gnu, "
     "compiled by gcc, 64-bit"
 )
-#: markers the connection replaces per session (user name, backend pid)
+#: markers the connection replaces per session (user name, backend pid, schema, search path)
 SESSION_USER = "wanka_session_user"
+CURRENT_SCHEMA = "wanka_current_schema"
+SEARCH_PATH = "wanka_search_path"
 
 _LITERAL_FUNCTIONS = {
     "version": VERSION,
     "current_database": "wanka",
     "current_catalog": "wanka",
-    "current_schema": "public",
     "pg_postmaster_start_time": None,
     "inet_server_addr": None,
 }
@@ -115,7 +116,7 @@ def _integral(node: exp.Expr) -> bool:
 
 
 def _session_user() -> exp.Expr:
-    return exp.Parameter(this=exp.Var(this=SESSION_USER))
+    return _marker(SESSION_USER)
 
 
 def _table(node: exp.Table) -> exp.Expr:
@@ -183,10 +184,14 @@ def _session_value(node: exp.Func) -> exp.Expr | None:
     if isinstance(node, exp.CurrentDatabase):
         return exp.Literal.string("wanka")
     if isinstance(node, exp.CurrentSchema):
-        return exp.Literal.string("public")
+        return _marker(CURRENT_SCHEMA)
     if isinstance(node, exp.CurrentSchemas):
-        return casts.compat_call("current_schemas", [node.this])
+        return casts.compat_call("current_schemas", [node.this, _marker(SEARCH_PATH)])
     return None
+
+
+def _marker(name: str) -> exp.Expr:
+    return exp.Parameter(this=exp.Var(this=name))
 
 
 def _function(node: exp.Func) -> exp.Expr:
@@ -205,6 +210,10 @@ def _function(node: exp.Func) -> exp.Expr:
         return exp.Literal.string(setting) if setting is not None else exp.null()
     if name == "set_config" and len(args) >= 2:
         return args[1]
+    if name == "current_schema" and isinstance(node, exp.Anonymous):
+        return _marker(CURRENT_SCHEMA)
+    if name == "current_schemas" and isinstance(node, exp.Anonymous) and len(args) == 1:
+        return casts.compat_call(name, [args[0], _marker(SEARCH_PATH)])
     if name == "pg_backend_pid":
         return exp.Parameter(this=exp.Var(this="wanka_backend_pid"))
     if name in _RENAMED and isinstance(node, exp.Anonymous):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
@@ -124,3 +125,21 @@ def test_writer_dml_and_admin_ddl(served: Served) -> None:
         "/v1/query", json={"sql": "CREATE TABLE scratch (a INT)"}, auth=served.auth("admin")
     )
     assert admin.status_code == 200
+
+
+def test_schema_resolves_unqualified_names_like_a_search_path(served: Served) -> None:
+    def ask(sql: str, schema: str | None) -> tuple[int, dict[str, Any]]:
+        body: dict[str, object] = {"sql": sql}
+        if schema is not None:
+            body["schema"] = schema
+        response = served.client.post("/v1/query", json=body, auth=served.auth("reader"))
+        return response.status_code, response.json()
+
+    status, body = ask("SELECT count(*) AS n FROM dynamic_tables", "wanka")
+    assert status == 200 and body["rows"][0][0] >= 1, body
+    status, body = ask("SELECT count(*) AS n FROM sites", "wanka, public")
+    assert status == 200 and body["rows"] == ask("SELECT count(*) FROM main.sites", None)[1]["rows"]
+    status, body = ask("SELECT count(*) AS n FROM dynamic_tables", None)
+    assert status == 400 and "dynamic_tables" in str(body["error"])
+    status, body = ask("SELECT name FROM users", "wanka")
+    assert status == 403 and "wanka.users" in str(body["error"])
