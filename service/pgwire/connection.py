@@ -17,12 +17,13 @@ from sqlglot import exp
 
 from service.pgwire import codec, cursors, params
 from service.pgwire import types as t
+from service.pgwire.catalogued import Catalogued
 from service.pgwire.compat import paths
 from service.pgwire.errors import SqlError, message, sqlstate
 from service.pgwire.outbox import Outbox
 from service.pgwire.portal import Portal, Prepared, command_tag
 from service.pgwire.settings import REPORTED, Settings
-from service.pgwire.statements import Statement, classify, split
+from service.pgwire.statements import Statement, split
 from warehouse import search_path
 
 R = TypeVar("R")
@@ -57,6 +58,7 @@ class Connection:
         self.status = b"I"
         self.skip_to_sync = False
         self.streaming: Portal | None = None  # the portal whose stream holds the session
+        self.catalogued = Catalogued()
         user = getattr(getattr(session, "user", None), "name", "") or settings.get(
             "session_authorization"
         )
@@ -141,8 +143,8 @@ class Connection:
             raise SqlError("42601", "cannot insert multiple commands into a prepared statement")
         statement = statements[0] if statements else Statement("", "noop", "")
         path = self.search_path()
-        if path != search_path.DEFAULT and statement.tree is not None:
-            statement = await self.call(self._resolved, statement, path)  # for Describe
+        if self.catalogued.needed(statement, path):  # Describe then sees what Bind will run
+            statement = await self.call(self.catalogued.prepare, self, statement, path)
         if name and name in self.prepared:
             raise SqlError("42P05", f'prepared statement "{name}" already exists')
         self.prepared[name] = Prepared(statement, oids)
@@ -228,8 +230,10 @@ class Connection:
         path = self.search_path()
         if path == search_path.DEFAULT:
             self.context.update(paths.DEFAULT_CONTEXT)
-        elif statement.tree is not None:
-            statement = await self.call(self._resolved, statement, path)
+        if statement.kind == "ddl":
+            self.catalogued.forget()
+        elif self.catalogued.needed(statement, path):
+            statement = await self.call(self.catalogued.prepare, self, statement, path)
         sql = (
             statement.render(values, self.context) if statement.tree is not None else statement.text
         )
@@ -237,13 +241,6 @@ class Connection:
 
     def search_path(self) -> tuple[str, ...]:
         return search_path.parse_path(self.settings.get("search_path") or "")
-
-    def _resolved(self, statement: Statement, path: tuple[str, ...]) -> Statement:
-        """`statement` with its relations resolved along the session's search_path (blocking)."""
-        self.release_session()
-        known = search_path.relations(self.session.cursor)
-        self.context.update(paths.context(path, known))
-        return classify(statement.text, paths.resolver(path, known))
 
     async def start(self, portal: Portal) -> None:
         """Run the portal's statement unless it already runs."""

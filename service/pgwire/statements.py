@@ -190,7 +190,7 @@ def classify(text: str, resolve: Callable[[exp.Expr], exp.Expr] | None = None) -
         tree = tree.this if isinstance(tree.this, exp.Query) else exp.select("*").from_(tree.this)
     if resolve is not None:
         tree = resolve(tree)
-    tree = compat.rewrite(name_columns(tree))
+    tree = compat.rewrite(name_columns(tree, text))
     params = {
         int(p.this.this)
         for p in tree.find_all(exp.Parameter)

@@ -28,7 +28,17 @@ _TYPE_NAMES = {
 }
 
 
-def pg_column_name(node: exp.Expr) -> str | None:
+#: functions sqlglot reads without noting where their name was written
+_WRITTEN_AS = {
+    exp.GroupConcat: "string_agg",
+    exp.Extract: "extract",
+    exp.StrPosition: "position",
+    exp.Trim: "btrim",
+    exp.ArrayAgg: "array_agg",
+}
+
+
+def pg_column_name(node: exp.Expr, text: str = "") -> str | None:
     """The name PostgreSQL gives an unaliased select item; None where DuckDB's name agrees.
 
     >>> import sqlglot
@@ -36,6 +46,13 @@ def pg_column_name(node: exp.Expr) -> str | None:
     ...     "select count(*), 1 + 1, x, y::text, 2::int, sum(x), case when x then 1 end",
     ...     read="postgres").selects]
     ['count', '?column?', None, 'y', 'int4', 'sum', 'case']
+
+    With the statement's text, a function is named as it was written (sqlglot reads
+    `date_trunc` as TIMESTAMP_TRUNC and `now()` as CURRENT_TIMESTAMP):
+
+    >>> sql = "select date_trunc('hour', ts), now(), substr(s, 1), string_agg(s, ',')"
+    >>> [pg_column_name(e, sql) for e in sqlglot.parse_one(sql, read="postgres").selects]
+    ['date_trunc', 'now', 'substr', 'string_agg']
     """
     while isinstance(node, exp.Paren):
         node = node.this
@@ -45,7 +62,7 @@ def pg_column_name(node: exp.Expr) -> str | None:
         inner = node.this
         if isinstance(inner, exp.Column):
             return inner.name
-        named = pg_column_name(inner)
+        named = pg_column_name(inner, text)
         if named not in (None, "?column?"):
             return named
         return _TYPE_NAMES.get(node.to.this, node.to.sql(dialect="postgres").lower())
@@ -56,12 +73,27 @@ def pg_column_name(node: exp.Expr) -> str | None:
     if isinstance(node, exp.Anonymous):
         return node.name.lower()
     if isinstance(node, exp.Func) and not isinstance(node, (exp.Binary, exp.Unary)):
-        return node.sql_name().lower()
+        return _written(node, text) or node.sql_name().lower()
     return "?column?"
 
 
-def name_columns(tree: exp.Expr) -> exp.Expr:
-    """Alias the outermost SELECT's unaliased expressions as PostgreSQL would name them."""
+def _written(node: exp.Func, text: str) -> str | None:
+    """The function's name as the client wrote it, where sqlglot noted the place."""
+    start, end = node.meta.get("start"), node.meta.get("end")
+    if text and isinstance(start, int) and isinstance(end, int) and 0 <= start <= end < len(text):
+        written = text[start : end + 1]
+        if written.replace("_", "").isalnum():
+            return written.lower()
+    for cls, name in _WRITTEN_AS.items():
+        if isinstance(node, cls):
+            return name
+    return None
+
+
+def name_columns(tree: exp.Expr, text: str = "") -> exp.Expr:
+    """Alias the outermost SELECT's unaliased expressions as PostgreSQL would name them.
+
+    `text` is the statement the tree was parsed from (for functions' written names)."""
     select = tree
     while isinstance(select, exp.SetOperation):
         select = select.this
@@ -69,7 +101,7 @@ def name_columns(tree: exp.Expr) -> exp.Expr:
         return tree
     named = []
     for item in select.expressions:
-        name = pg_column_name(item)
+        name = pg_column_name(item, text)
         same = name is not None and item.sql(dialect="duckdb").lower() == name  # CURRENT_DATE
         named.append(exp.alias_(item, name, quoted=True) if name and not same else item)
     select.set("expressions", named)

@@ -58,6 +58,8 @@ def rewrite(tree: exp.Expr) -> exp.Expr:
 
 
 def _rule(node: exp.Expr) -> exp.Expr:
+    if isinstance(node, exp.Length):  # int4 in PostgreSQL, bigint in DuckDB
+        return exp.Cast(this=node.copy(), to=exp.DataType.build("INT"))
     if isinstance(node, exp.Table):
         return _table(node)
     if isinstance(node, exp.Dot) and not isinstance(node.expression, exp.Identifier):

@@ -7,6 +7,7 @@ same values, in text and in binary format. Known differences are listed, not hid
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 
 import psycopg
 import pytest
@@ -49,8 +50,6 @@ QUERIES = {
 KNOWN = {
     ("uuid", 0): "DuckDB hands UUIDs to Arrow as text: type text (25), not uuid (2950)",
     ("aggregates", 1): "sum(int) is numeric in PostgreSQL, hugeint->numeric(38,0) in DuckDB",
-    ("arithmetic", 2): "numeric / int is numeric in PostgreSQL, double in DuckDB",
-    ("strings", 1): "length() is int4 in PostgreSQL, bigint in DuckDB",
     ("aggregates", 2): "generate_series(int, int) is int4 in PostgreSQL, bigint in DuckDB",
     ("aggregates", 3): "generate_series(int, int) is int4 in PostgreSQL, bigint in DuckDB",
     ("set returning", 0): "generate_series(int, int) is int4 in PostgreSQL, bigint in DuckDB",
@@ -59,11 +58,14 @@ KNOWN = {
 
 @pytest.fixture(scope="module")
 def both(served: Served, real_postgres: RealPostgres) -> Iterator[tuple[psycopg.Connection, ...]]:
+    with psycopg.connect(served.dsn("admin"), autocommit=True) as admin:
+        admin.execute(TYPED)
     with (
         psycopg.connect(real_postgres.dsn(), autocommit=True) as pg,
         psycopg.connect(served.dsn("reader"), autocommit=True) as wanka,
     ):
         pg.execute("set timezone = 'UTC'")
+        pg.execute(TYPED)
         yield pg, wanka
 
 
@@ -98,3 +100,103 @@ def test_known_gaps_are_still_gaps(both: tuple[psycopg.Connection, psycopg.Conne
     pg, wanka = both
     for name, column in KNOWN:
         assert _wire(pg, QUERIES[name], False)[column] != _wire(wanka, QUERIES[name], False)[column]
+
+
+#: the same typed table on both servers, for the expression corpus below
+TYPED = """
+create table if not exists typed_probe (i2 int2, i4 int4, i8 int8, n numeric(12,3), f float8);
+delete from typed_probe;
+insert into typed_probe values (1, 2, 3, 1.5, 0.25), (2, 3, 4, 2.25, 0.5), (4, 7, 9, 10.125, 2.0),
+    (null, null, null, null, null)
+"""
+#: aggregate and arithmetic expressions whose result type PostgreSQL clients format by
+EXPRESSIONS = [
+    "count(*)",
+    "count(i4)",
+    "sum(i2)",
+    "sum(i4)",
+    "sum(i8)",
+    "sum(n)",
+    "sum(f)",
+    "avg(i2)",
+    "avg(i4)",
+    "avg(i8)",
+    "avg(n)",
+    "avg(f)",
+    "min(i4)",
+    "max(n)",
+    "min(f)",
+    "max(i8)",
+    "sum(i4) as total",
+    "avg(i4) as mean",
+    "(sum(i4))",
+    "sum(i4) / count(*)",
+    "max(i4) / 2",
+    "max(n) / 2",
+    "max(n) / max(i4)",
+    "max(i4) / 2.5",
+    "max(f) / 2",
+    "max(i4) * max(n)",
+    "max(i4) + max(i8)",
+    "max(n) * 2",
+    "max(n) - 1.5",
+    "1::numeric / 3",
+    "7.0 / 2",
+    "1.5 * 2",
+    "2 ^ 3",
+    "max(i4) % 2",
+    "sum(i4) + 1",
+    "round(avg(i4), 2)",
+    "round(max(n), 1)",
+    "round(avg(f)::numeric, 3)",
+    "coalesce(sum(i4), 0)",
+    "date_trunc('hour', timestamp '2024-03-01 12:34:56')",
+    "upper('a')",
+    "substr('hello', 2)",
+    "string_agg(i4::text, ',' order by i4)",
+    "max(i4)::text",
+    "cast(max(i4) as bigint)",
+    "case when max(i4) > 2 then 'big' end",
+    "now() is not null",
+    "extract(hour from timestamp '2024-03-01 12:34:56')",
+    "length('abc')",
+]
+#: expressions whose PostgreSQL type wanka does not give (yet), with the reason
+KNOWN_TYPES = {
+    "extract(hour from timestamp '2024-03-01 12:34:56')": "extract() is numeric since "
+    "PostgreSQL 14 (seconds with 6 decimals), bigint in DuckDB",
+}
+
+
+@pytest.mark.parametrize("expression", EXPRESSIONS)
+def test_result_type_and_name_as_postgresql(
+    both: tuple[psycopg.Connection, psycopg.Connection], expression: str
+) -> None:
+    pg, wanka = both
+    sql = f"select {expression} from typed_probe"
+    expected, found = _described(pg, sql), _described(wanka, sql)
+    if expression in KNOWN_TYPES:
+        assert found != expected, f"{expression}: no longer a gap; drop it from KNOWN_TYPES"
+        return
+    assert found[:2] == expected[:2], f"{expression}: PostgreSQL {expected}, wanka {found}"
+    if expected[1] == NUMERIC:  # DuckDB divides in double precision: 15 significant digits
+        assert [_near(v) for v in found[2]] == [_near(v) for v in expected[2]], expression
+    else:
+        assert found[2] == expected[2], f"{expression}: PostgreSQL {expected}, wanka {found}"
+
+
+NUMERIC = 1700
+
+
+def _near(value: bytes | None) -> str | None:
+    return None if value is None else f"{Decimal(value.decode()):.15g}"
+
+
+def _described(conn: psycopg.Connection, sql: str) -> tuple[str, int, list[bytes | None]]:
+    """Column name, type OID and text values of a one-column result."""
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        result = cur.pgresult
+        assert result is not None and result.nfields == 1
+        name = (result.fname(0) or b"").decode()
+        return name, result.ftype(0), [result.get_value(r, 0) for r in range(result.ntuples)]
