@@ -98,6 +98,7 @@ class SupersetCheck:
         self._api: Api | None = None
         self._database_id: int | None = None
         self.datasets: dict[str, int] = {}
+        self.last_client_id = ""
 
     # --- what later steps need -------------------------------------------------------------
     @property
@@ -311,17 +312,30 @@ class SupersetCheck:
 
     # --- SQL Lab ---------------------------------------------------------------------------
     def sqllab(self, sql: str, schema: str) -> tuple[int, Any]:
+        self.last_client_id = secrets.token_hex(5)
         body = {
             "database_id": self.database_id,
             "sql": sql,
             "schema": schema,
             "runAsync": False,
-            "client_id": secrets.token_hex(5),
+            "client_id": self.last_client_id,
             "queryLimit": 1000,
             "sql_editor_id": "bi-check",
             "tab": "bi-check",
         }
         return self.api.post("/api/v1/sqllab/execute/", body)
+
+    def database_error(self) -> str:
+        """The driver's own text of the last SQL Lab query's error, as Superset stored it (its
+        answer may show its own message instead)."""
+        from prison import dumps
+
+        query = dumps({"columns": ["client_id", "error_message"], "page_size": 20,
+                       "order_column": "changed_on", "order_direction": "desc"})  # fmt: skip
+        for row in self.api.ok(self.api.get("/api/v1/query/", q=query))["result"]:
+            if row["client_id"] == self.last_client_id:
+                return str(row["error_message"] or "")
+        return "(not found in /api/v1/query/)"
 
     def lab_rows(self, sql: str, schema: str) -> list[dict[str, Any]]:
         status, payload = self.sqllab(sql, schema)
@@ -375,10 +389,11 @@ class SupersetCheck:
         if friendly:  # Superset's COLUMN_DOES_NOT_EXIST_REGEX wants PostgreSQL's LINE n too
             if kind != "COLUMN_DOES_NOT_EXIST_ERROR":
                 raise StepFailed(f"HTTP {status}, {kind}: {message}")
-            return f"{kind}: {message}"
-        if 'column "no_such_column" does not exist' not in message:
-            raise StepFailed(f"HTTP {status}: {message}")
-        return f"HTTP {status}: {message}"
+            return f"HTTP {status}, {kind}: {message}"
+        raw = self.database_error()  # the answer shows Superset's words once it matches
+        if 'column "no_such_column" does not exist' not in raw:
+            raise StepFailed(f"HTTP {status}: {raw}")
+        return f"HTTP {status}: {raw}"
 
 
 def steps(check: SupersetCheck) -> list[tuple[str, Callable[[], str]]]:
