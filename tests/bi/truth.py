@@ -38,6 +38,7 @@ AVG_ELAPSED = """
 
 @dataclass(frozen=True)
 class Truth:
+    schemas: set[str]  # every nspname in pg_namespace, pg_catalog included
     relations: dict[str, dict[str, str]]  # schema -> name -> "table" or "view"
     wanted: dict[str, set[str]]
     columns: list[str]  # of public.job_gpu_usage, in order
@@ -67,6 +68,7 @@ class Truth:
                 relations[schema][name] = "view" if kind == "VIEW" else "table"
             jobs, last_hour = rows(JOBS)[0]
             return cls(
+                schemas={name for (name,) in rows("SELECT nspname FROM pg_namespace")},
                 relations=relations,
                 wanted=WANTED,
                 columns=[name for (name,) in rows(USAGE_COLUMNS)],
