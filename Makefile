@@ -4,9 +4,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_WORKERS ?= 2
+# Apache Superset, for `make bi-check` only: its own environment, its own pins
+BI_VENV := .venv-bi
+BI_STAMP := $(BI_VENV)/.installed
+BI_REQUIREMENTS := tests/bi/requirements-superset.txt
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test bench lint fmt check clean
+.PHONY: help install run test bench lint fmt check clean bi-check
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -40,5 +44,14 @@ check: lint ## lint, format check and mypy
 	$(BIN)/ruff format --check warehouse udfs service tests bench
 	$(BIN)/mypy
 
-clean: ## remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+$(BI_STAMP): $(BI_REQUIREMENTS)
+	$(PYTHON) -m venv $(BI_VENV)
+	$(BI_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BI_VENV)/bin/python -m pip install --quiet -r $(BI_REQUIREMENTS)
+	@touch $(BI_STAMP)
+
+bi-check: $(STAMP) $(BI_STAMP) ## Apache Superset (in .venv-bi) against `wanka serve` on the demo; not in make test
+	$(BI_VENV)/bin/python -m tests.bi.superset_check --wanka $(BIN)/wanka $(if $(WANKA_BI_DEMO),--demo $(WANKA_BI_DEMO))
+
+clean: ## remove the virtual environments and caches
+	rm -rf $(VENV) $(BI_VENV) .pytest_cache .mypy_cache .ruff_cache
