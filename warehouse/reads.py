@@ -72,8 +72,10 @@ def select_reads(cur: duckdb.DuckDBPyConnection, sql: str) -> Reads:
             continue
         if kind.endswith("_QUERY_NODE") and kind.startswith(_DML_NODES):
             modifying = modifying or kind.removesuffix("_QUERY_NODE")
-        if kind == "TABLE_FUNCTION":
-            table_functions.add(str(node["function"].get("function_name", "")))
+        if kind == "TABLE_FUNCTION":  # qualified as written: system.main.duckdb_tables
+            function = node["function"]
+            path = [str(function.get(k) or "") for k in ("catalog", "schema", "function_name")]
+            table_functions.add(".".join(part for part in path if part))
         elif node.get("class") == "FUNCTION":
             functions.add(str(node.get("function_name", "")))
         elif kind == "BASE_TABLE":

@@ -23,7 +23,7 @@ from service.serve.remote_write import GroupCommit
 from service.serve.session import DEFAULT_TIMEOUT_S, Session
 from service.serve.throttle import AuthThrottle
 from service.serve.writes import WriteGate, WriterBusy
-from warehouse.security import policy
+from warehouse.security import hidden, policy
 from warehouse.security import users as users_module
 from warehouse.security.users import User
 
@@ -158,7 +158,7 @@ class Server:
         """
         cap = self.limits.max_rows_json if fmt == "json" else self.limits.max_rows
         return Session(
-            self.engine.lend(),
+            self.engine.lend(hidden.install),
             user,
             timeout_s=self.limits.timeout_s,
             max_rows=cap,

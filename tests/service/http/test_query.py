@@ -141,5 +141,7 @@ def test_schema_resolves_unqualified_names_like_a_search_path(served: Served) ->
     assert status == 200 and body["rows"] == ask("SELECT count(*) FROM main.sites", None)[1]["rows"]
     status, body = ask("SELECT count(*) AS n FROM dynamic_tables", None)
     assert status == 400 and "dynamic_tables" in str(body["error"])
-    status, body = ask("SELECT name FROM users", "wanka")
-    assert status == 403 and "wanka.users" in str(body["error"])
+    status, body = ask("SELECT name FROM users", "wanka")  # not in the catalog: not found
+    assert status == 400 and "users" in str(body["error"])
+    status, body = ask("SELECT name FROM wanka.users", "wanka")
+    assert status == 403 and "users" in str(body["error"])
