@@ -6,7 +6,7 @@ text, once `warehouse.errors.one_line` made it one line, or wanka's own refusals
 client sent into that shape; both faces send it (pgwire as ErrorResponse fields, HTTP as JSON).
 DuckDB's text stays as the detail. The position is found again in the client's own text
 (`sqlspots`), since wanka runs a rewritten one. Unmapped errors keep their text and the
-SQLSTATE of `service.pgwire.errors`.
+SQLSTATE of `sqlstates`.
 
 The rules were written from PostgreSQL 15's observed answers (tests/service/pgwire/
 test_errors_vs_postgres.py runs the same statements on both).
@@ -21,8 +21,8 @@ from typing import Any
 
 from sqlglot.tokenizer_core import Token, TokenType
 
-from service.pgwire.errors import sqlstate
 from service.serve.sqlspots import Spots
+from service.serve.sqlstates import sqlstate
 from warehouse.errors import one_line
 from warehouse.security.policy import Refused
 
