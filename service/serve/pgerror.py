@@ -23,7 +23,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from service.serve.sqlspots import Spots
 from service.serve.sqlstates import sqlstate
-from warehouse.errors import one_line
+from warehouse.errors import cut_short, one_line
 from warehouse.security.policy import Refused
 
 NO_FUNCTION_HINT = (
@@ -74,8 +74,11 @@ def pg_error(error: BaseException, sql: str = "", start: int = 0) -> PgError:
     PgError(code='22012', message='division by zero', detail='Invalid Input Error: Division by zero in expression (1 // 0).', hint=None, position=None)
     """  # noqa: E501
     text = " ".join(one_line(str(error)).split()) or type(error).__name__
+    if isinstance(error, Refused):  # warehouse.security.policy's words kept as the detail
+        said = "permission denied" + (" for {} {}".format(*error.on) if error.on else f": {text}")
+        return PgError("42501", said, detail=text)
     spots = Spots(sql, start)
-    for pattern, rule in _REFUSALS if isinstance(error, Refused) else _RULES:
+    for pattern, rule in _RULES:
         match = pattern.search(text)
         if match is not None and (found := rule(match, spots)) is not None:
             return replace(found, detail=found.detail or _without_candidates(text))
@@ -314,6 +317,8 @@ def _literal_type(arg: list[Token]) -> str | None:
 
 def _syntax(match: re.Match[str], spots: Spots) -> PgError:
     near = match["near"]
+    if near == spots.last() and cut_short(spots.statement):  # DuckDB names the last token
+        return _syntax_end(match, spots)
     return PgError("42601", f'syntax error at or near "{near}"', position=spots.token(near))
 
 
@@ -340,21 +345,6 @@ def _invalid_input(match: re.Match[str], spots: Spots) -> PgError:
 
 def _out_of_range(match: re.Match[str], spots: Spots) -> PgError:
     return PgError("22003", f"{pg_type(match['type'])} out of range")
-
-
-# -- refusals (warehouse.security.policy) --------------------------------------------------
-
-
-def _refused_on(kind: str) -> Rule:
-    def rule(match: re.Match[str], spots: Spots) -> PgError:
-        name = match["name"].rsplit(".", 1)[-1]
-        return PgError("42501", f"permission denied for {kind} {name}", detail=match.string)
-
-    return rule
-
-
-def _refused(match: re.Match[str], spots: Spots) -> PgError:
-    return PgError("42501", f"permission denied: {match.string}", detail=match.string)
 
 
 _RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
@@ -406,16 +396,5 @@ _RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             r"of range for the destination type (?P<type>\w+)",
             _out_of_range,
         ),
-    )
-)
-_REFUSALS: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
-    (re.compile(pattern), rule)
-    for pattern, rule in (
-        (r"^schema (?P<name>\S+) is refused", _refused_on("schema")),
-        (r"^(?P<name>\S+\.\S+) is refused", _refused_on("table")),
-        (r"^function (?P<name>\w+)\(\) is refused", _refused_on("function")),
-        (r"^a writer may not \w+ (?P<name>\S+): base tables only", _refused_on("table")),
-        (r"^(?P<name>\S+) is a dynamic table: its rows come from", _refused_on("table")),
-        (r"", _refused),
     )
 )

@@ -49,7 +49,11 @@ class Spots:
     """
 
     def __init__(self, sql: str, start: int = 0) -> None:
-        self.tokens = [t for t in _tokens(sql) if t.start >= start]
+        tokens = [t for t in _tokens(sql) if t.start >= start]
+        end = next((i for i, t in enumerate(tokens) if t.token_type == TokenType.SEMICOLON), None)
+        self.tokens = tokens[:end]  # this statement's, not the next one's
+        stop = tokens[end].start if end is not None else len(sql)
+        self.statement = sql[start:stop]
 
     def _at(self, index: int) -> Token | None:
         return self.tokens[index] if 0 <= index < len(self.tokens) else None
@@ -157,6 +161,10 @@ class Spots:
             if token.text.lower() == text.lower():
                 return token.start + 1
         return None
+
+    def last(self) -> str | None:
+        """The text of the statement's last token."""
+        return self.tokens[-1].text if self.tokens else None
 
     def end(self) -> int:
         """One past the last token: where PostgreSQL puts 'end of input'."""
