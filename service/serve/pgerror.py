@@ -63,6 +63,17 @@ class PgError:
         body.update((k, v) for k, v in (("hint", self.hint), ("detail", self.detail)) if v)
         return body
 
+    def line(self) -> str:
+        """One line for a terminal: the message, where it is, the hint and DuckDB's text.
+
+        >>> PgError("42703", 'column "x" does not exist', "Binder Error: ...", None, 8).line()
+        'column "x" does not exist at character 8 (Binder Error: ...)'
+        """
+        where = f" at character {self.position}" if self.position is not None else ""
+        hint = f" {self.hint}" if self.hint else ""
+        detail = f" ({self.detail})" if self.detail else ""
+        return f"{self.message}{where}{hint}{detail}"
+
 
 def pg_error(error: BaseException, sql: str = "", start: int = 0) -> PgError:
     """PostgreSQL's wording of `error`, raised by the statement at `start` within `sql`.
