@@ -174,7 +174,45 @@ def _missing_from(match: re.Match[str], spots: Spots) -> PgError:
 def _relation(match: re.Match[str], spots: Spots) -> PgError:
     name = match["name"].strip('"').rsplit(".", 1)[-1]
     written = spots.qualified_text(name) or name
-    return PgError("42P01", f'relation "{written}" does not exist', position=spots.relation(name))
+    if spots.first() == "drop":  # PostgreSQL names the kind it was asked to drop, nowhere
+        return PgError("42P01", f'{match["kind"].lower()} "{written}" does not exist')
+    where = None if spots.first() == "alter" else spots.relation(name)
+    return PgError("42P01", f'relation "{written}" does not exist', position=where)
+
+
+def _exists(match: re.Match[str], spots: Spots) -> PgError:
+    name = match["name"]
+    if match["kind"] == "Schema":
+        return PgError("42P06", f'schema "{name}" already exists')
+    if match["kind"] == "Column":
+        table = spots.after("table")
+        return PgError("42701", f'column "{name}" of relation "{table}" already exists')
+    return PgError("42P07", f'relation "{name}" already exists')
+
+
+def _target_column(match: re.Match[str], spots: Spots) -> PgError | None:
+    """An INSERT's or UPDATE's column its table lacks (an UPDATE's error names no table)."""
+    name, table = match["name"], match.groupdict().get("table") or spots.after("update")
+    if table is None:
+        return None
+    return PgError(
+        "42703",
+        f'column "{name}" of relation "{table}" does not exist',
+        position=spots.identifier(name),
+    )
+
+
+def _duplicate_alias(match: re.Match[str], spots: Spots) -> PgError:
+    return PgError("42712", f'table name "{match["name"]}" specified more than once')
+
+
+def _term(match: re.Match[str], spots: Spots) -> PgError | None:
+    clause = match["clause"].split()[0].lower()
+    found = spots.term(clause, int(match["count"]))
+    if found is None:
+        return None
+    said = f"{clause.upper()} BY position {found[0]} is not in select list"
+    return PgError("42P10", said, position=found[1])
 
 
 def _schema(match: re.Match[str], spots: Spots) -> PgError:
@@ -282,6 +320,16 @@ def _no_operator(name: str, args: list[str], spots: Spots) -> PgError:
     )
 
 
+def _membership(match: re.Match[str], spots: Spots) -> PgError:
+    left, right = pg_type(match["left"]), pg_type(match["right"])
+    return PgError(
+        "42883",
+        f"operator does not exist: {left} = {right}",
+        hint=NO_OPERATOR_HINT,
+        position=spots.membership(),
+    )
+
+
 def _split_types(args: str) -> list[str]:
     """`INTEGER, DECIMAL(18,3)` → its types (commas inside parentheses kept)."""
     types, depth, current = [], 0, ""
@@ -383,7 +431,38 @@ _RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
             r"(?P<name>[^(]+)\((?P<args>.*?)\)['\"]",
             _no_match,
         ),
-        (r"^Catalog Error: Table with name (?P<name>\S+) does not exist", _relation),
+        (
+            r'^Binder Error: Table "(?P<table>[^"]+)" does not have a column with name '
+            r'"(?P<name>[^"]+)"',
+            _target_column,
+        ),
+        (
+            r"^Binder Error: Referenced update column (?P<name>\S+) not found in table!",
+            _target_column,
+        ),
+        (
+            r'^Binder Error: Ambiguous reference to table "(?P<name>[^"]+)" \(duplicate',
+            _duplicate_alias,
+        ),
+        (
+            r"^Binder Error: (?P<clause>ORDER|GROUP BY) term out of range - should be between "
+            r"1 and (?P<count>\d+)",
+            _term,
+        ),
+        (
+            r"^Binder Error: Cannot compare values of type (?P<left>.+?) and (?P<right>.+?) "
+            r"in IN/ANY/ALL clause",
+            _membership,
+        ),
+        (
+            r"^Catalog Error: (?P<kind>Table|View) with name (?P<name>\S+) does not exist",
+            _relation,
+        ),
+        (
+            r'^Catalog Error: (?P<kind>Table|View|Schema|Column) with name "(?P<name>[^"]+)" '
+            r"already exists",
+            _exists,
+        ),
         (r"^Catalog Error: Schema with name (?P<name>\S+) does not exist", _schema),
         (
             r"^Catalog Error: Scalar Function with name (?P<name>\w+) does not exist",

@@ -162,6 +162,58 @@ class Spots:
                 return token.start + 1
         return None
 
+    def first(self) -> str:
+        """The statement's first word, in lower case ('' when it has none)."""
+        return self.tokens[0].text.lower() if self.tokens else ""
+
+    def after(self, word: str) -> str | None:
+        """The table named after the first `word` (`update`, `table`), without its schema.
+
+        >>> Spots("update main.t as x set a = 1").after("update")
+        't'
+        """
+        for i, token in enumerate(self.tokens):
+            if token.text.lower() != word:
+                continue
+            j = i + 1
+            while self._is(j + 1, TokenType.DOT):
+                j += 2
+            name = self._at(j)
+            return name.text if name is not None else None
+        return None
+
+    def term(self, clause: str, count: int) -> tuple[int, int] | None:
+        """The first `clause` BY position past `count` (a number, not a column): (it, where).
+
+        >>> Spots("select a from t order by 1, 7").term("order", 1)
+        (7, 29)
+        """
+        kind = TokenType.ORDER_BY if clause == "order" else TokenType.GROUP_BY
+        inside = False
+        for i, token in enumerate(self.tokens):
+            if token.token_type == kind:
+                inside = True
+            elif inside and token.token_type == TokenType.NUMBER and token.text.isdigit():
+                after_list = self._is(i - 1, kind) or self._is(i - 1, TokenType.COMMA)
+                if after_list and not 1 <= int(token.text) <= count:
+                    return int(token.text), token.start + 1
+        return None
+
+    def membership(self) -> int | None:
+        """The first IN, NOT IN, or comparison before ANY/ALL/SOME: where it starts.
+
+        >>> Spots("select 1 from t where n not in (select s from t)").membership()
+        25
+        """
+        for i, token in enumerate(self.tokens):
+            word = token.text.lower()
+            nxt = (self._at(i + 1) or token).text.lower()
+            if word == "in" and not self._is(i - 1, TokenType.NOT):
+                return token.start + 1
+            if (word == "not" and nxt == "in") or nxt in ("any", "all", "some"):
+                return token.start + 1
+        return None
+
     def last(self) -> str | None:
         """The text of the statement's last token."""
         return self.tokens[-1].text if self.tokens else None

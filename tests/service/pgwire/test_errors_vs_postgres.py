@@ -52,6 +52,19 @@ BAD = {
     "integer out of range": "select 99999999999::int",
     "not in GROUP BY": "select n from err_t group by state",
     "WHERE not boolean": "select * from err_t where n",
+    "ORDER BY position": "select n from err_t order by 1, 7",
+    "GROUP BY position": "select count(*) from err_t group by 5",
+    "NOT IN a subquery of another type": "select * from err_t where n not in (select state from "
+    "err_t)",
+    "= ANY of another type": "select * from err_t where state = any(select n from err_t)",
+    "duplicate alias": "select * from err_t t1, err_u t1",
+    "INSERT into an undefined column": "insert into err_t (nope) values (1)",
+    "UPDATE of an undefined column": "update err_t as x set nope = 1",
+    "table already exists": "create table err_t (a int)",
+    "column already exists": "alter table err_t add column n int",
+    "ALTER of an undefined table": "alter table nope add column x int",
+    "DROP of an undefined table": "drop table nope",
+    "DROP of an undefined view": "drop view nope",
     "undefined schema": "create table nosch.x (a int)",
 }
 #: as a reader (wanka's role; in PostgreSQL a role granted SELECT only)

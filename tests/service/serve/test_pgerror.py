@@ -94,6 +94,21 @@ CASES = [
         ("42601", "syntax error at end of input", 22, None),
     ),
     (
+        "Binder Error: ORDER term out of range - should be between 1 and 2",
+        "select a, b from t order by 2, 3",
+        ("42P10", "ORDER BY position 3 is not in select list", 32, None),
+    ),
+    (
+        'Binder Error: Referenced update column x not found in table! Did you mean: "n"',
+        "update main.t set x = 1",
+        ("42703", 'column "x" of relation "t" does not exist', 19, None),
+    ),
+    (
+        "Catalog Error: View with name v does not exist!",
+        "drop view v",
+        ("42P01", 'view "v" does not exist', None, None),
+    ),
+    (
         "Invalid Input Error: Division by zero in expression (1 // 0).",
         "select 1 / 0",
         ("22012", "division by zero", None, None),
