@@ -19,8 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlglot.tokenizer_core import Token, TokenType
-
+from service.serve.pgtypes import literal_type, pg_type, split_types
 from service.serve.sqlspots import Spots
 from service.serve.sqlstates import sqlstate
 from warehouse.errors import cut_short, one_line
@@ -233,67 +232,13 @@ def _group_by(match: re.Match[str], spots: Spots) -> PgError:
 
 # -- functions and operators ---------------------------------------------------------------
 
-#: DuckDB's type names (and PostgreSQL's spellings in a cast) → PostgreSQL's names in messages.
-PG_TYPES = {
-    "integer": "integer",
-    "integer_literal": "integer",
-    "int": "integer",
-    "int4": "integer",
-    "int32": "integer",
-    "bigint": "bigint",
-    "int8": "bigint",
-    "int64": "bigint",
-    "smallint": "smallint",
-    "int2": "smallint",
-    "int16": "smallint",
-    "tinyint": "smallint",
-    "hugeint": "numeric",
-    "decimal": "numeric",
-    "numeric": "numeric",
-    "double": "double precision",
-    "float8": "double precision",
-    "float": "real",
-    "float4": "real",
-    "real": "real",
-    "varchar": "text",
-    "text": "text",
-    "string_literal": "unknown",
-    "null": "unknown",
-    "boolean": "boolean",
-    "bool": "boolean",
-    "date": "date",
-    "time": "time without time zone",
-    "timestamp": "timestamp without time zone",
-    "timestamptz": "timestamp with time zone",
-    "timestamp with time zone": "timestamp with time zone",
-    "interval": "interval",
-    "blob": "bytea",
-    "bytea": "bytea",
-    "uuid": "uuid",
-    "json": "json",
-    "jsonb": "jsonb",
-}
-
-
-def pg_type(duckdb_type: str) -> str:
-    """PostgreSQL's name for a DuckDB type.
-
-    >>> pg_type("DECIMAL(18,3)"), pg_type("VARCHAR[]"), pg_type("STRING_LITERAL")
-    ('numeric', 'text[]', 'unknown')
-    """
-    name = duckdb_type.strip()
-    if name.endswith("[]"):
-        return pg_type(name[:-2]) + "[]"
-    base = re.sub(r"\(.*\)$", "", name).strip().lower()
-    return PG_TYPES.get(base, base)
-
 
 def _is_operator(name: str) -> bool:
     return not re.search(r"\w", name)
 
 
 def _no_match(match: re.Match[str], spots: Spots) -> PgError:
-    name, args = match["name"], [pg_type(a) for a in _split_types(match["args"])]
+    name, args = match["name"], [pg_type(a) for a in split_types(match["args"])]
     if _is_operator(name):
         return _no_operator(name, args, spots)
     return PgError(
@@ -330,45 +275,15 @@ def _membership(match: re.Match[str], spots: Spots) -> PgError:
     )
 
 
-def _split_types(args: str) -> list[str]:
-    """`INTEGER, DECIMAL(18,3)` → its types (commas inside parentheses kept)."""
-    types, depth, current = [], 0, ""
-    for char in args:
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            types.append(current)
-            current = ""
-        else:
-            current += char
-    return [t.strip() for t in [*types, current] if t.strip()]
-
-
 def _unknown_function(match: re.Match[str], spots: Spots) -> PgError:
     name = match["name"]
     args = spots.call_args(name)
-    types = [_literal_type(arg) for arg in args] if args is not None else []
+    types = [literal_type(arg) for arg in args] if args is not None else []
     if args is not None and all(types):
         said = f"function {name}({', '.join(t or '' for t in types)}) does not exist"
     else:  # the argument types are not in the text (a column): no list rather than a wrong one
         said = f"function {name} does not exist"
     return PgError("42883", said, hint=NO_FUNCTION_HINT, position=spots.function(name))
-
-
-def _literal_type(arg: list[Token]) -> str | None:
-    """PostgreSQL's type of a literal argument as written (None: not a literal)."""
-    if len(arg) == 3 and arg[1].token_type == TokenType.DCOLON:
-        return PG_TYPES.get(arg[2].text.lower())
-    if len(arg) != 1:
-        return None
-    token = arg[0]
-    if token.token_type == TokenType.NUMBER:
-        if not token.text.isdigit():
-            return "numeric"
-        value = int(token.text)
-        return "integer" if value < 2**31 else "bigint" if value < 2**63 else "numeric"
-    kinds = {TokenType.STRING: "unknown", TokenType.NULL: "unknown"}
-    kinds |= {TokenType.TRUE: "boolean", TokenType.FALSE: "boolean"}
-    return kinds.get(token.token_type)
 
 
 # -- syntax and values ---------------------------------------------------------------------

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from service.pgwire.errors import SqlError
-from service.serve.pgerror import NO_FUNCTION_HINT, NO_OPERATOR_HINT, PgError, pg_error, pg_type
+from service.serve.pgerror import NO_FUNCTION_HINT, NO_OPERATOR_HINT, PgError, pg_error
+from service.serve.pgtypes import pg_type
 from service.serve.session import QueryTimeout
 from warehouse.errors import UserError
 from warehouse.security.policy import Refused
