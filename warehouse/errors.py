@@ -1,10 +1,13 @@
 """Errors a person can act on. Each carries the exit status the CLI uses for it.
 
 `sql_error` turns DuckDB's errors into these (exit 2 when the SQL itself is wrong, 1 when the
-system failed), `one_line` its multi-line texts into one line.
+system failed), `one_line` its multi-line texts into one line, `cut_short` tells a syntax error
+at the end of a statement from one in it.
 """
 
 from __future__ import annotations
+
+import functools
 
 import duckdb
 
@@ -64,3 +67,26 @@ def sql_error(error: duckdb.Error) -> WankaError:
     failed_commit = "Failed to commit" in str(error)  # e.g. the disk is full: not the input
     cls = UserError if isinstance(error, _INPUT_ERRORS) and not failed_commit else WankaError
     return cls(one_line(str(error)))
+
+
+def cut_short(statement: str) -> bool:
+    """Whether DuckDB's parser finds `statement` only cut short (PostgreSQL: "syntax error at
+    end of input"), where its error names the last token either way.
+
+    Told apart by parsing the statement with one more word: the error then moves on to it.
+
+    >>> cut_short("select * from t where"), cut_short("select 1 2")
+    (True, False)
+    """
+    probe = "wanka_probe_word"
+    try:
+        _parser().cursor().extract_statements(f"{statement} {probe}")
+    except duckdb.Error as error:
+        return probe in str(error).split("\n", 1)[0]
+    return True
+
+
+@functools.cache
+def _parser() -> duckdb.DuckDBPyConnection:
+    """A database for DuckDB's parser alone, opened on first use (a cursor per call)."""
+    return duckdb.connect()

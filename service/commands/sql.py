@@ -13,6 +13,7 @@ import pyarrow as pa
 from service import render, terminal
 from service.commands.common import open_engine, output_options
 from service.commands.lake import engine_options, open_lake_engine
+from service.serve.pgerror import pg_error
 from warehouse.engines.portable import NotPortable, portability_problems
 from warehouse.errors import UserError, one_line, sql_error
 from warehouse.query import execute
@@ -48,6 +49,8 @@ def sql(
         cur = engine_.cursor()
         try:
             emit(execute(cur, text), fmt, output, max_rows)
+        except UserError as error:  # the SQL's fault: worded as PostgreSQL, DuckDB's text kept
+            raise UserError(pg_error(error, text).line()) from None
         finally:
             cur.close()
 

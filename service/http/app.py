@@ -1,4 +1,9 @@
-"""The FastAPI application: routers, the caller's identity, and errors as `{"error": "..."}`."""
+"""The FastAPI application: routers, the caller's identity, and errors as `{"error": "..."}`.
+
+A query's error also says what PostgreSQL would (`service.serve.pgerror`): `error` is its
+message, with `sqlstate` and, where known, `position` (in the SQL sent), `hint` and `detail`
+(DuckDB's own text).
+"""
 
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from service.http import (
     routes_web,
     workers,
 )
+from service.serve.pgerror import pg_error
 from service.serve.server import Server
 from service.serve.session import OutOfMemory, QueryCancelled, QueryTimeout
 from warehouse.errors import UserError, WankaError
@@ -54,7 +60,8 @@ def create_app(server: Server, *, open_locally: bool = False, pgwire: bool = Fal
             "SQL over HTTP for a wanka warehouse. Authenticate with HTTP Basic (user:password) "
             "or `Authorization: Bearer <token>` (`wanka token create`). Readers run read-only "
             "statements; writers also ingest and change base tables; admins also run DDL and "
-            'manage dynamic tables. Errors are `{"error": "..."}`.'
+            'manage dynamic tables. Errors are `{"error": "..."}`; a query\'s error also has '
+            "PostgreSQL's `sqlstate` and, where known, `position`, `hint` and `detail`."
         ),
     )
     app.state.server = server
@@ -119,7 +126,14 @@ async def _validation_error(request: Request, error: RequestValidationError) -> 
 async def _error(request: Request, error: Exception) -> JSONResponse:
     for cls, status in STATUS:
         if isinstance(error, cls):
-            message = str(error) if status != 500 else f"internal error: {error}"
-            return JSONResponse({"error": message}, status_code=status)
+            if status == 500:
+                return JSONResponse({"error": f"internal error: {error}"}, status_code=status)
+            sql = getattr(request.state, "sql", None)  # set by the query routes
+            if sql is None:
+                return JSONResponse({"error": str(error)}, status_code=status)
+            said = pg_error(error, sql).as_json()
+            if said["sqlstate"] == "XX000":  # not a code a client can act on: left out
+                del said["sqlstate"]
+            return JSONResponse(said, status_code=status)
     # Anything else is a bug: say so without echoing internals (which might hold secrets).
     return JSONResponse({"error": f"internal error ({type(error).__name__})"}, status_code=500)

@@ -51,7 +51,15 @@ class QueryResponse(BaseModel):
 
 
 class Error(BaseModel):
+    """What went wrong; a query's error as PostgreSQL would word it, DuckDB's text as `detail`."""
+
     error: str
+    sqlstate: str | None = Field(default=None, description="PostgreSQL's SQLSTATE, e.g. 42703.")
+    position: int | None = Field(
+        default=None, description="Where in the SQL sent the error is: characters from 1."
+    )
+    hint: str | None = None
+    detail: str | None = None
 
 
 class TableColumn(BaseModel):

@@ -116,6 +116,7 @@ async def fast_query(request: Request, body: bytes) -> Response | None:
     query = parse(body, QueryRequest)
     if query is None:
         return None
+    request.state.sql = query.sql  # an error's position is in this text (app._error)
     user = await current_user(request)
     server = request.app.state.server
     share: LoopShare = request.app.state.loop_share
@@ -134,6 +135,7 @@ async def post_query(
     query: QueryRequest, request: Request, user: Annotated[User, Depends(current_user)]
 ) -> Response:
     """Run one statement (readers) or a script (writers, admins) and stream its last result."""
+    request.state.sql = query.sql
     return await off_loop(request, answer, request.app.state.server, user, query)
 
 
@@ -159,4 +161,5 @@ async def get_query(
     query = QueryRequest(
         sql=sql, params=values, format=format, max_rows=max_rows, timeout_s=timeout_s
     )
+    request.state.sql = query.sql
     return await off_loop(request, answer, request.app.state.server, user, query)

@@ -19,11 +19,12 @@ from service.pgwire import codec, cursors, params
 from service.pgwire import types as t
 from service.pgwire.catalogued import Catalogued
 from service.pgwire.compat import paths
-from service.pgwire.errors import SqlError, message, sqlstate
+from service.pgwire.errors import SqlError
 from service.pgwire.outbox import Outbox
 from service.pgwire.portal import Portal, Prepared, command_tag
 from service.pgwire.settings import REPORTED, Settings
 from service.pgwire.statements import Statement, split
+from service.serve.pgerror import pg_error
 from warehouse import search_path
 
 R = TypeVar("R")
@@ -59,6 +60,8 @@ class Connection:
         self.skip_to_sync = False
         self.streaming: Portal | None = None  # the portal whose stream holds the session
         self.catalogued = Catalogued()
+        # the client's text of what runs now and where its statement starts: an error's position
+        self.source: tuple[str, int] = ("", 0)
         user = getattr(getattr(session, "user", None), "name", "") or settings.get(
             "session_authorization"
         )
@@ -117,15 +120,21 @@ class Connection:
     def fail(self, error: BaseException) -> None:
         if self.status == b"T":
             self.status = b"E"
-        self.writer.write(codec.error_response(sqlstate(error), message(error)))
+        said = pg_error(error, *self.source)
+        self.writer.write(codec.error_response(said.code, said.message, **said.fields()))
 
     # -- simple query ----------------------------------------------------------------------
 
     async def simple_query(self, payload: codec.Payload) -> None:
-        statements = split(payload.cstring())
+        sql = payload.cstring()
+        statements = split(sql)
         if not statements:
             self.writer.write(codec.EMPTY_QUERY)
+        at = 0
         for statement in statements:
+            at = max(sql.find(statement.text, at), 0)
+            self.source = (sql, at)
+            at += len(statement.text)
             portal = await self.bind_portal(statement, [], ())
             await self.start(portal)
             if (portal.schema is not None and portal.statement.returns_rows) or _has_rows(portal):
@@ -159,6 +168,7 @@ class Connection:
             raw.append(None if size < 0 else payload.take(size))
         result_formats = payload.int16s()
         prepared = self._prepared(name)
+        self.source = (prepared.statement.text, 0)
         types = prepared.param_types()
         if len(formats) == 1:
             formats = formats * len(raw)
@@ -177,6 +187,7 @@ class Connection:
         what, name = payload.byte(), payload.cstring()
         if what == b"S":
             prepared = self._prepared(name)
+            self.source = (prepared.statement.text, 0)
             self.writer.write(codec.parameter_description(prepared.param_types()))
             schema = await self.call(cursors.describe_statement, self, prepared)
             if schema is None:
@@ -187,6 +198,7 @@ class Connection:
                 self.writer.write(probe.description())
             return
         portal = self._portal(name)
+        self.source = (portal.statement.text, 0)
         await self.start(portal)
         if _has_rows(portal):
             self.writer.write(portal.description())
@@ -196,6 +208,7 @@ class Connection:
     async def execute(self, payload: codec.Payload) -> None:
         name, max_rows = payload.cstring(), payload.int32()
         portal = self._portal(name)
+        self.source = (portal.statement.text, 0)
         if portal.statement.kind == "noop" and not portal.statement.text:
             self.writer.write(codec.EMPTY_QUERY)
             return

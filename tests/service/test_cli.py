@@ -98,6 +98,7 @@ def test_db_from_environment(tmp_path: Path) -> None:
     [
         (["sql", "select * from no_such_table"], "Table with name no_such_table does not exist"),
         (["sql", "selec 1"], "syntax error"),
+        (["sql", "select nocol from nodes"], 'column "nocol" does not exist at character 8 ('),
         (["sql", "select 1", "--format", "xml"], "'xml' is not one of"),
         (["sql"], "Missing argument"),
         (["no-such-command"], "No such command"),

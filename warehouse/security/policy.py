@@ -67,7 +67,15 @@ _FILE_CHARS = frozenset("./\\:*?")
 
 
 class Refused(UserError):
-    """A statement the caller's role may not run; the message says what was refused."""
+    """A statement the caller's role may not run; the message says what was refused.
+
+    `on`: what was refused, when it is one thing: ("table", name), ("schema", name) or
+    ("function", name) (PostgreSQL's clients are told `permission denied for table <name>`).
+    """
+
+    def __init__(self, message: str, *, on: tuple[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.on = on
 
 
 def authorize(cur: duckdb.DuckDBPyConnection, sql: str | Script, role: str) -> Script:
@@ -106,7 +114,10 @@ def _authorize_one(cur: duckdb.DuckDBPyConnection, statement: Statement, role: s
         _authorize_one(cur, _explained(statement, role), role)
         return
     if kind not in ALLOWED_TYPES[role]:
-        raise _refuse(role, kind)
+        refused = _refuse(role, kind)
+        if kind in WRITE and reads.target is not None:
+            refused.on = ("table", reads.target[1])
+        raise refused
     if kind == "TRANSACTION":
         return
     if reads.unchecked:
@@ -166,7 +177,7 @@ def _check_table_function(name: str) -> None:
 
 def _check_function(name: str) -> None:
     if name.lower() in DENIED_FUNCTIONS:
-        raise Refused(f"function {name}() is refused")
+        raise Refused(f"function {name}() is refused", on=("function", name))
 
 
 def _check_table(catalog: str, schema: str, table: str) -> None:
@@ -176,9 +187,11 @@ def _check_table(catalog: str, schema: str, table: str) -> None:
     if catalog not in ALLOWED_CATALOGS:
         raise Refused(f"database {catalog} is refused: only {'/'.join(ALLOWED_CATALOGS - {''})}")
     if schema not in ALLOWED_SCHEMAS:
-        raise Refused(f"schema {schema} is refused")
+        raise Refused(f"schema {schema} is refused", on=("schema", schema))
     if (schema, table) in SECRET_TABLES:
-        raise Refused(f"{schema}.{table} is refused: manage users with `wanka user`")
+        raise Refused(
+            f"{schema}.{table} is refused: manage users with `wanka user`", on=("table", table)
+        )
 
 
 def _file_functions(cur: duckdb.DuckDBPyConnection) -> frozenset[str]:
@@ -201,6 +214,11 @@ def _check_write_target(cur: duckdb.DuckDBPyConnection, reads: Reads, kind: str)
         raise Refused(f"a writer may {kind} only a base table")
     schema, name = reads.target
     if schema.lower() not in {"", "main"}:
-        raise Refused(f"a writer may not {kind} {schema}.{name}: base tables only")
+        raise Refused(
+            f"a writer may not {kind} {schema}.{name}: base tables only", on=("table", name)
+        )
     if name.lower() in dynamic_catalog.names(cur):
-        raise Refused(f"{name} is a dynamic table: its rows come from its query, not from {kind}")
+        raise Refused(
+            f"{name} is a dynamic table: its rows come from its query, not from {kind}",
+            on=("table", name),
+        )

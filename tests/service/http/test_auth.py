@@ -50,7 +50,10 @@ def test_reader_attack_is_403_and_runs_nothing(served: Served, case: object) -> 
     ).json()["rows"]
     response = served.client.post("/v1/query", json={"sql": sql}, auth=served.auth("reader"))
     assert response.status_code == 403, response.text
-    assert case.expected.lower() in response.json()["error"].lower()  # type: ignore[attr-defined]
+    body = response.json()  # PostgreSQL's "permission denied ..." and the policy's reason
+    said = f"{body['error']} {body.get('detail', '')}".lower()
+    assert body["error"].startswith("permission denied") and body["sqlstate"] == "42501"
+    assert case.expected.lower() in said  # type: ignore[attr-defined]
     after = served.client.post(
         "/v1/query", json={"sql": "SELECT count(*) FROM sites"}, auth=served.auth("admin")
     ).json()["rows"]

@@ -145,3 +145,38 @@ def test_schema_resolves_unqualified_names_like_a_search_path(served: Served) ->
     assert status == 400 and "users" in str(body["error"])
     status, body = ask("SELECT name FROM wanka.users", "wanka")
     assert status == 403 and "users" in str(body["error"])
+
+
+def test_bad_column_is_worded_as_postgresql(served: Served) -> None:
+    """`error` keeps its key with PostgreSQL's text; sqlstate, position and detail beside it."""
+    response = served.client.post(
+        "/v1/query", json={"sql": "SELECT no_such_col FROM sites"}, auth=served.auth("reader")
+    )
+    body = response.json()
+    assert response.status_code == 400
+    assert body["error"] == 'column "no_such_col" does not exist'
+    assert body["sqlstate"] == "42703"
+    assert body["position"] == 8
+    assert body["detail"].startswith('Binder Error: Referenced column "no_such_col" not found')
+
+
+def test_get_query_error_has_position_in_its_sql(served: Served) -> None:
+    response = served.client.get(
+        "/v1/query", params={"sql": "SELECT site + 1 FROM sites"}, auth=served.auth("reader")
+    )
+    body = response.json()
+    assert response.status_code == 400
+    assert body["error"] == "operator does not exist: text + integer"
+    assert (body["sqlstate"], body["position"]) == ("42883", 13)
+    assert body["hint"].startswith("No operator matches")
+    assert len(body["detail"]) < 300  # without DuckDB's list of every overload of +
+
+
+def test_refusal_says_permission_denied(served: Served) -> None:
+    response = served.client.post(
+        "/v1/query", json={"sql": "CREATE TABLE scratch2 (a INT)"}, auth=served.auth("writer")
+    )
+    body = response.json()
+    assert response.status_code == 403
+    assert body["error"].startswith("permission denied: ") and "CREATE is refused" in body["error"]
+    assert body["sqlstate"] == "42501"
