@@ -256,3 +256,17 @@ CREATE OR REPLACE MACRO memory.pg_compat.attnums(indexes) AS
 CREATE OR REPLACE MACRO memory.pg_compat.pg_relation_is_publishable(rel) AS false;
 CREATE OR REPLACE MACRO memory.pg_compat.pg_get_serial_sequence(tbl, col) AS NULL::VARCHAR;
 CREATE OR REPLACE MACRO memory.pg_compat.pg_collation_is_visible(c) AS true;
+
+-- The catalog views listed as relations (objects.LISTED): their namespace and its oid
+CREATE OR REPLACE MACRO memory.pg_compat.listed_namespace(s) AS
+    CASE s WHEN 'pg_compat_is' THEN 'information_schema' ELSE 'pg_catalog' END;
+
+CREATE OR REPLACE MACRO memory.pg_compat.listed_namespace_oid(s) AS (
+    SELECT oid FROM duckdb_schemas()
+    WHERE database_name = 'system' AND schema_name = memory.pg_compat.listed_namespace(s));
+
+-- PostgreSQL's catalogs are tables, except these, which are views
+CREATE OR REPLACE MACRO memory.pg_compat.listed_relkind(s, name) AS
+    CASE WHEN s = 'pg_compat_is' OR name IN ('pg_tables', 'pg_views', 'pg_indexes', 'pg_roles',
+        'pg_user', 'pg_settings', 'pg_stat_activity', 'pg_stat_user_tables', 'pg_matviews',
+        'pg_timezone_names') THEN 'v' ELSE 'r' END;

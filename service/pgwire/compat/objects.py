@@ -34,6 +34,28 @@ def install(cur: Any) -> None:
         f"{settings} WHERE lower(name) = lower(wanted)), "
         f"(wanted, missing_ok) AS {settings} WHERE lower(name) = lower(wanted))"
     )
+    _list_catalog_views(cur)
+
+
+#: the memory schemas whose views stand for pg_catalog's and information_schema's relations
+LISTED = {"pg_catalog": f"{COMPAT_SCHEMA}_pg_catalog", "information_schema": f"{COMPAT_SCHEMA}_is"}
+#: catalog relations that are not relations in PostgreSQL
+_NOT_RELATIONS = frozenset({"pg_get_keywords"})
+
+
+def _list_catalog_views(cur: Any) -> None:
+    """The catalog views as views in memory schemas, so that pg_class, pg_attribute and
+    information_schema list them with their columns as PostgreSQL lists its own (Superset's
+    and DBeaver's browsers of information_schema and pg_catalog). Queries never read them:
+    the rewrite inlines the views (`view`)."""
+    for namespace in LISTED.values():
+        cur.execute(f"CREATE SCHEMA IF NOT EXISTS memory.{namespace}")
+    for key, tree in views().items():
+        schema, _, name = key.rpartition(".")
+        if name in _NOT_RELATIONS:
+            continue
+        target = f"memory.{LISTED[schema or 'pg_catalog']}.{name}"
+        cur.execute(f"CREATE OR REPLACE VIEW {target} AS {tree.sql(dialect='duckdb')}")
 
 
 @functools.cache

@@ -34,6 +34,13 @@ SELECT view_oid, view_name, schema_oid, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, false, fa
        false, false, false, false, true, 'd', false, 0, 0, 0, NULL, NULL, NULL
 FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
 UNION ALL
+-- pg_catalog's and information_schema's own relations (objects.LISTED)
+SELECT view_oid, view_name, memory.pg_compat.listed_namespace_oid(schema_name), 0, 0, 10, 0, 0,
+       0, 0, 0, 0, 0, false, false, 'p', memory.pg_compat.listed_relkind(schema_name, view_name),
+       column_count, 0, false, false, false, false, false, false, false, true, 'd', false, 0, 0, 0,
+       NULL, NULL, NULL
+FROM duckdb_views() WHERE database_name = 'memory' AND schema_name LIKE 'pg\_compat\_%' ESCAPE '\'
+UNION ALL
 SELECT table_oid * 1000 + constraint_index, table_name || '_' || CASE constraint_type
            WHEN 'PRIMARY KEY' THEN 'pkey' ELSE array_to_string(constraint_column_names, '_') || '_key' END,
        schema_oid, 0, 0, 10, 403, 0, 0, 0, 0, 0, 0, false, false, 'p', 'i',
@@ -65,8 +72,9 @@ SELECT table_oid::BIGINT AS attrelid, column_name AS attname,
        true AS attislocal, 0 AS attinhcount, 0::BIGINT AS attcollation, '' AS attcompression,
        NULL::VARCHAR[] AS attacl, NULL::VARCHAR[] AS attoptions, NULL::VARCHAR[] AS attfdwoptions,
        NULL AS attmissingval
-FROM duckdb_columns() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name)
+FROM duckdb_columns() WHERE (database_name = 'warehouse'
+    AND NOT memory.pg_compat.secret(schema_name, table_name))
+    OR (database_name = 'memory' AND schema_name LIKE 'pg\_compat\_%' ESCAPE '\')
 
 -- view: pg_attrdef
 SELECT table_oid * 10000 + column_index AS oid, table_oid::BIGINT AS adrelid,
@@ -390,6 +398,12 @@ SELECT 'wanka', memory.pg_compat.schema_name(schema_name), view_name,
        CASE WHEN schema_name = 'main' AND view_name = 'gpu_metrics' THEN 'YES' ELSE 'NO' END, 'NO',
        NULL
 FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
+UNION ALL
+SELECT 'wanka', memory.pg_compat.listed_namespace(schema_name), view_name,
+       CASE memory.pg_compat.listed_relkind(schema_name, view_name) WHEN 'v' THEN 'VIEW'
+            ELSE 'BASE TABLE' END,
+       NULL, NULL, NULL, NULL, NULL, 'NO', 'NO', NULL
+FROM duckdb_views() WHERE database_name = 'memory' AND schema_name LIKE 'pg\_compat\_%' ESCAPE '\'
 
 -- view: information_schema.views
 SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS table_schema,
@@ -424,6 +438,18 @@ SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS ta
        'NEVER' AS is_generated, NULL::VARCHAR AS generation_expression, 'YES' AS is_updatable
 FROM duckdb_columns() WHERE database_name = 'warehouse'
     AND NOT memory.pg_compat.secret(schema_name, table_name)
+UNION ALL
+SELECT 'wanka', memory.pg_compat.listed_namespace(schema_name), table_name, column_name,
+       column_index, column_default, CASE WHEN is_nullable THEN 'YES' ELSE 'NO' END,
+       CASE WHEN data_type LIKE '%[]' THEN 'ARRAY'
+            WHEN data_type LIKE 'STRUCT%' OR data_type LIKE 'MAP%' THEN 'json'
+            ELSE memory.pg_compat.format_type(memory.pg_compat.type_oid(data_type), -1) END,
+       character_maximum_length, NULL, numeric_precision, numeric_precision_radix,
+       numeric_scale, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       'wanka', 'pg_catalog',
+       memory.pg_compat.type_name(memory.pg_compat.type_oid(data_type)), NULL, NULL, NULL,
+       NULL, column_index::VARCHAR, 'NO', 'NO', NULL, 'NEVER', NULL, 'NO'
+FROM duckdb_columns() WHERE database_name = 'memory' AND schema_name LIKE 'pg\_compat\_%' ESCAPE '\'
 
 -- view: information_schema.table_constraints
 SELECT 'wanka' AS constraint_catalog,

@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.service.pgwire.conftest import PASSWORD, Served
+from tests.service.pgwire.realpg import RealPostgres
 
 needs_psql = pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
 
@@ -126,3 +127,27 @@ def test_no_catalog_shows_the_tables_no_sql_may_read(served: Served) -> None:
     assert done.stdout.count("     0\n") == 3 and "wanka.users" not in done.stdout
     assert "| users " not in done.stdout and "| tokens " not in done.stdout
     assert "wanka  | settings" in done.stdout  # the rest of the wanka schema is still listed
+
+
+def test_information_schema_and_pg_catalog_are_browsable_as_in_postgresql(
+    served: Served, real_postgres: RealPostgres
+) -> None:
+    """Superset's and DBeaver's schema browsers list and describe the catalogs' own relations."""
+    ours = sa.create_engine(served.url("psycopg", user="reader"))
+    theirs = sa.create_engine(
+        f"postgresql+psycopg://postgres@127.0.0.1:{real_postgres.port}/postgres"
+    )
+    with ours.connect() as conn:
+        inspector = sa.inspect(conn)
+        views = set(inspector.get_view_names(schema="information_schema"))
+        assert {"tables", "columns", "schemata", "views"} <= views
+        catalogs = set(inspector.get_table_names(schema="pg_catalog"))
+        assert {"pg_class", "pg_namespace", "pg_attribute", "pg_type"} <= catalogs
+        columns = {c["name"] for c in inspector.get_columns("tables", schema="information_schema")}
+    with theirs.connect() as conn:
+        real = {
+            c["name"] for c in sa.inspect(conn).get_columns("tables", schema="information_schema")
+        }
+        real_views = set(sa.inspect(conn).get_view_names(schema="information_schema"))
+    assert columns == real  # the same columns as PostgreSQL's view
+    assert views <= real_views  # a part of PostgreSQL's 65 views, none it lacks
