@@ -13,6 +13,7 @@ user, which wanka never creates, so it is skipped.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -27,6 +28,7 @@ DEFAULT = ("$user", "public")
 _DUCKDB_SCHEMA = {"public": "main"}
 
 
+@functools.lru_cache(maxsize=256)
 def parse_path(value: str) -> tuple[str, ...]:
     """The schemas of a search_path setting, in order (unquoted names folded to lower case).
 

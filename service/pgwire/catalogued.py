@@ -35,7 +35,7 @@ class Catalogued:
         """Whether `prepare` would change anything (cheap: no catalog read)."""
         if statement.tree is None:
             return False
-        return path != search_path.DEFAULT or pgtypes.wanted(statement.tree)
+        return path != search_path.DEFAULT or statement.typed
 
     def prepare(self, conn: Any, statement: Statement, path: tuple[str, ...]) -> Statement:
         """`statement` resolved and retyped for this session (blocking: reads the catalog).
@@ -48,7 +48,7 @@ class Catalogued:
             known = search_path.relations(cur)
             conn.context.update(paths.context(path, known))
             statement = classify(statement.text, paths.resolver(path, known))
-        if statement.tree is not None and pgtypes.wanted(statement.tree):
+        if statement.tree is not None and statement.typed:
             tree = pgtypes.retyped(statement.tree, self._column_types(cur))
             if tree is not None:
                 statement = replace(statement, tree=tree)

@@ -20,6 +20,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import TokenType
 
 from service.pgwire import compat
+from service.pgwire.compat import pgtypes
 from service.pgwire.compat.names import name_columns
 from service.pgwire.settings import SessionCommand, session_command
 from warehouse.script import is_dynamic
@@ -66,6 +67,7 @@ class Statement:
     count: int = 0  # FETCH/MOVE: rows (0 = all)
     binary: bool = False  # DECLARE ... BINARY CURSOR
     uses_session: bool = False  # holds current_user / pg_backend_pid markers
+    typed: bool = False  # holds arithmetic whose type depends on the catalog (compat.pgtypes)
 
     @property
     def returns_rows(self) -> bool:
@@ -205,6 +207,7 @@ def classify(text: str, resolve: Callable[[exp.Expr], exp.Expr] | None = None) -
         param_count=max(params, default=0),
         copy=copy,
         uses_session=markers,
+        typed=pgtypes.wanted(tree),
     )
 
 
