@@ -21,6 +21,9 @@ from sqlglot.tokenizer_core import TokenType
 
 from service.pgwire import compat
 from service.pgwire.compat.names import name_columns
+from service.pgwire.errors import SqlError
+from service.pgwire.explain import Explain
+from service.pgwire.explain import parse as parse_explain
 from service.pgwire.settings import SessionCommand, session_command
 from warehouse.script import is_dynamic
 
@@ -66,10 +69,11 @@ class Statement:
     count: int = 0  # FETCH/MOVE: rows (0 = all)
     binary: bool = False  # DECLARE ... BINARY CURSOR
     uses_session: bool = False  # holds current_user / pg_backend_pid markers
+    explain: Explain | None = None  # EXPLAIN: its options; the rest is what it explains
 
     @property
     def returns_rows(self) -> bool:
-        return self.kind in ("query", "show", "fetch") or (
+        return self.kind in ("query", "show", "fetch", "explain") or (
             self.tree is not None and bool(self.tree.find(exp.Returning))
         )
 
@@ -89,7 +93,7 @@ class Statement:
     ) -> str:
         """DuckDB SQL with parameters and session values (user, pid) inlined as literals."""
         if self.tree is None:
-            return self.text
+            return self.explain.statement if self.explain is not None else self.text
         if not params and not self.param_count and not self.uses_session:
             return self._plain
         values = {f"{i + 1}": _render(v) for i, v in enumerate(params)}
@@ -167,6 +171,9 @@ def classify(text: str) -> Statement:
     if _NOOP.match(text):
         verb = text.split()[0].upper()
         return Statement(text, "noop", "DISCARD ALL" if verb == "DISCARD" else verb)
+    explained = parse_explain(text)
+    if explained is not None:
+        return _explain(text, explained)
     if _first_word(text) in _PASS_THROUGH:  # DuckDB reads these itself
         return Statement(text, "query", _first_word(text))
     if is_dynamic(text):
@@ -200,6 +207,14 @@ def classify(text: str) -> Statement:
         copy=copy,
         uses_session=markers,
     )
+
+
+def _explain(text: str, options: Explain) -> Statement:
+    """EXPLAIN: the statement it explains, classified and rewritten as if it ran."""
+    inner = classify(options.statement)
+    if inner.kind not in ("query", "dml", "ddl", "other") or inner.copy or inner.explain:
+        raise SqlError("42601", f"EXPLAIN cannot explain {inner.tag or 'this statement'}")
+    return replace(inner, text=text, kind="explain", tag="EXPLAIN", explain=options)
 
 
 def _identifier(name: str) -> str:
@@ -237,7 +252,7 @@ def _cursor_statement(text: str) -> Statement | None:
     return None
 
 
-_PASS_THROUGH = {"EXPLAIN", "DESCRIBE", "SUMMARIZE", "PRAGMA"}
+_PASS_THROUGH = {"DESCRIBE", "SUMMARIZE", "PRAGMA"}
 _ROW_VERBS = {
     "SELECT",
     "WITH",
