@@ -14,7 +14,7 @@ from dataclasses import replace
 import pyarrow as pa
 from sqlglot import exp
 
-from service.pgwire import codec, copyout, explain, params
+from service.pgwire import codec, copyout, explain, explaining, params
 from service.pgwire import types as t
 from service.pgwire.channel import Channel
 from service.pgwire.errors import SqlError
@@ -45,7 +45,7 @@ async def start(conn: Channel, portal: Portal) -> None:
     elif kind == "closecursor":
         _close_cursor(conn, statement.cursor or "")
     elif kind == "explain":
-        await conn.call(explain.run, conn, portal, _timeout_s(conn))
+        await conn.call(explaining.run, conn, portal, _timeout_s(conn))
     elif kind != "noop":
         await conn.call(run_statement, conn, portal)
     if portal.schema is None:

@@ -226,6 +226,8 @@ def _cursor_statement(text: str) -> Statement | None:
     declare = _DECLARE.match(text)
     if declare:
         inner = classify(declare["query"].rstrip().rstrip(";"))
+        if inner.explain is not None:  # PostgreSQL's grammar takes only a query here
+            raise SqlError("42601", 'syntax error at or near "EXPLAIN": a cursor needs a query')
         binary = "binary" in declare["options"].lower().split()
         return replace(
             inner,

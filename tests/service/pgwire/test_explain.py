@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
 
+from service.pgwire import codec
 from service.pgwire.compat import plan
 from tests.service.pgwire.conftest import Served
 from tests.service.pgwire.realpg import RealPostgres
+from tests.service.pgwire.test_protocol import SYNC, Client, describe, kinds, parse
 
 #: the regex of apache/superset superset/db_engine_specs/postgres.py,
 #: PostgresEngineSpec.estimate_statement_cost
@@ -159,6 +162,21 @@ def test_duckdb_plan_on_request(conn: psycopg.Connection) -> None:
     finally:
         conn.execute("RESET wanka.explain_format")
     assert _columns(conn.execute("EXPLAIN select 1")) == [("QUERY PLAN", 25)]
+
+
+def test_simple_query_protocol_and_a_prepared_explain(
+    conn: psycopg.Connection,
+) -> None:
+    """Superset's psycopg2 sends EXPLAIN as a simple query; a prepared EXPLAIN binds $1."""
+    simple = conn.pgconn.exec_(f"EXPLAIN {JOIN_GROUP}; EXPLAIN (FORMAT JSON) select 1".encode())
+    assert simple.status == psycopg.pq.ExecStatus.TUPLES_OK
+    assert (simple.fname(0), simple.ftype(0), simple.ntuples) == (b"QUERY PLAN", 114, 1)
+    assert conn.pgconn.prepare(b"explain_json", b"EXPLAIN (FORMAT JSON) select $1::int").status
+    ran = conn.pgconn.exec_prepared(b"explain_json", [b"7"])
+    assert (ran.fname(0), ran.ftype(0), ran.ntuples) == (b"QUERY PLAN", 114, 1)
+    assert json.loads(bytes(ran.get_value(0, 0) or b""))[0]["Plan"]["Node Type"] == "Result"
+    with pytest.raises(psycopg.errors.SyntaxError):
+        conn.execute("DECLARE c CURSOR FOR EXPLAIN select 1")
 
 
 def test_unknown_format_and_option_are_errors(conn: psycopg.Connection) -> None:
@@ -338,3 +356,21 @@ def test_translation_of_a_top_n_over_a_group_by() -> None:
     assert "rows=3 width=40" in lines[0] and "rows=100 width=36" in lines[5]
     # 10000 rows of 36 bytes = 44 pages, 10000 * (0.01 + 0.0025), + 2000 * 0.0025 for the filter
     assert "(cost=0.00..174.00 rows=100" in lines[5]
+
+
+def test_describe_of_a_prepared_explain_names_its_column_and_type(port: int) -> None:
+    """pgjdbc (DBeaver, Metabase) describes a statement before running it."""
+    client = Client(port)
+    for options, oid in (("FORMAT JSON", 114), ("FORMAT TEXT", 25)):
+        sql = f"EXPLAIN ({options}) select $1::int"
+        client.send(parse("e", sql, (23,)), describe(b"S", "e"), close_statement("e"), SYNC)
+        got = client.until(b"Z")
+        assert kinds(got) == b"1tT3Z"
+        fields = got[2][1]
+        name_end = fields.index(b"\0", 2)
+        assert fields[2:name_end] == b"QUERY PLAN"
+        assert struct.unpack("!i", fields[name_end + 7 : name_end + 11])[0] == oid
+
+
+def close_statement(name: str) -> bytes:
+    return codec.message(b"C", b"S" + codec.cstr(name))
