@@ -356,7 +356,6 @@ def _seq_scan(
     props = {"Relation Name": parts[-1], "Schema": parts[-2] if len(parts) > 1 else "main"}
     props["Alias"] = parts[-1]
     node = Node("Seq Scan", rows, width, 0.0, total, props, columns=columns)
-    node.props["Output"] = columns
     if filters:
         node.details.append(("Filter", _paren(" AND ".join(_paren(f) for f in filters))))
     if "rows_scanned" in op and "intermediate_rows" in op and filters:
@@ -541,8 +540,8 @@ def _text(node: Node, style: Style, depth: int, top: bool = False) -> Iterator[s
     indent = " " * (depth * 6 - 4) if depth else ""
     yield f"{indent}->  {_headline(node, style)}" if not top else _headline(node, style)
     pad = " " * (depth * 6 + 2)
-    if style.verbose and node.props.get("Output"):
-        yield f"{pad}Output: {', '.join(node.props['Output'])}"
+    if style.verbose and node.columns:
+        yield f"{pad}Output: {', '.join(node.columns)}"
     for key, value in node.details:
         if key in ("Subplans Removed", "Planned Partitions"):  # JSON only, as in PostgreSQL
             continue
@@ -570,8 +569,8 @@ def plan_dict(node: Node, style: Style, top: bool = True) -> dict[str, Any]:
         out["Actual Total Time"] = Fixed(node.actual.total_ms, 3)
         out["Actual Rows"] = node.actual.rows
         out["Actual Loops"] = 1
-    if style.verbose and node.props.get("Output"):
-        out["Output"] = node.props["Output"]
+    if style.verbose:
+        out["Output"] = node.columns
     if "Inner Unique" in node.props:
         out["Inner Unique"] = node.props["Inner Unique"]
     for key, value in node.details:

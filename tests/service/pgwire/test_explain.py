@@ -257,7 +257,8 @@ def _node_lines(lines: list[str]) -> list[tuple[int, str]]:
 
 
 @pytest.mark.parametrize(
-    "options", ["FORMAT JSON", "FORMAT JSON, COSTS OFF", "ANALYZE, FORMAT JSON"]
+    "options",
+    ["FORMAT JSON", "FORMAT JSON, COSTS OFF", "ANALYZE, FORMAT JSON", "VERBOSE, FORMAT JSON"],
 )
 def test_json_keys_match_postgresql_per_node_type(
     both: tuple[psycopg.Connection, psycopg.Connection], options: str
