@@ -150,6 +150,14 @@ def test_parameters_are_bound_into_the_explained_statement(conn: psycopg.Connect
     assert any("Filter: (i = 1)" in r[0] for r in rows)
 
 
+def test_explained_statement_gets_the_compatibility_rewrite(reader: psycopg.Connection) -> None:
+    """OPERATOR(pg_catalog.~) is psql's regex match, which DuckDB's parser does not read."""
+    sql = "select t from pg_types_probe where t OPERATOR(pg_catalog.~) '^gpu'"
+    assert reader.execute(sql).fetchall() == [("gpu001",)]
+    lines = [r[0] for r in reader.execute(f"EXPLAIN {sql}").fetchall()]
+    assert SUPERSET_COST.search(lines[0])
+
+
 def test_duckdb_plan_on_request(conn: psycopg.Connection) -> None:
     cur = conn.execute(f"EXPLAIN (FORMAT DUCKDB) {JOIN_GROUP}")
     assert _columns(cur) == [("explain_key", 25), ("explain_value", 25)]
