@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from service.pgwire import types as t
 from service.pgwire.channel import Channel
-from service.pgwire.compat import plan
+from service.pgwire.compat import plan, plan_format
 from service.pgwire.explain import chosen_format, schema
 from service.pgwire.portal import Portal
 from warehouse.errors import UserError
@@ -43,21 +43,21 @@ def run(conn: Channel, portal: Portal, timeout_s: float | None) -> None:
         tables = _tables(conn.session, list(_scanned(duck)))
         width = _result_width(conn.session, portal)
     root = plan.translate(duck, tables, width)
-    style = plan.Style(costs=explain.costs, verbose=explain.verbose, analyze=explain.analyze)
+    style = plan_format.Style(costs=explain.costs, verbose=explain.verbose, analyze=explain.analyze)
     summary = _summary(duck) if explain.analyze and explain.summary is not False else {}
     if format_name == "json":
-        document: dict[str, Any] = {"Plan": plan.plan_dict(root, style)}
+        document: dict[str, Any] = {"Plan": plan_format.plan_dict(root, style)}
         if summary:
             document.update(
                 {
-                    "Planning Time": plan.Fixed(summary["Planning Time"], 3),
+                    "Planning Time": plan_format.Fixed(summary["Planning Time"], 3),
                     "Triggers": [],
-                    "Execution Time": plan.Fixed(summary["Execution Time"], 3),
+                    "Execution Time": plan_format.Fixed(summary["Execution Time"], 3),
                 }
             )
-        lines = [plan.json_text([document])]
+        lines = [plan_format.json_text([document])]
     else:
-        lines = plan.text_lines(root, style)
+        lines = plan_format.text_lines(root, style)
         lines += [f"{key}: {value:.3f} ms" for key, value in summary.items()]
     portal.schema = schema(format_name)
     portal.pending = [

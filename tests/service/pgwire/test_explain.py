@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from service.pgwire import codec
-from service.pgwire.compat import plan
+from service.pgwire.compat import plan, plan_format
 from tests.service.pgwire.conftest import Served
 from tests.service.pgwire.realpg import RealPostgres
 from tests.service.pgwire.test_protocol import SYNC, Client, describe, kinds, parse
@@ -352,7 +352,7 @@ DUCKDB_TOP_N = [
 def test_translation_of_a_top_n_over_a_group_by() -> None:
     tables = {"memory.main.t": plan.Table({"s": 32, "n": 4}, 10000)}
     root = plan.translate(DUCKDB_TOP_N, tables, result_width=40)
-    lines = plan.text_lines(root, plan.Style())
+    lines = plan_format.text_lines(root, plan_format.Style())
     assert [line.split("  (")[0] for line in lines] == [
         "Limit",
         "  ->  Sort",
