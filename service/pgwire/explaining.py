@@ -9,6 +9,7 @@ the scanned columns and of the result come from two more queries through the sam
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -38,23 +39,28 @@ def run(conn: Channel, portal: Portal, timeout_s: float | None) -> None:
             portal.materialize()
             return
         verb = "EXPLAIN ANALYZE (FORMAT JSON) " if explain.analyze else "EXPLAIN (FORMAT JSON) "
-        answer = _rows(conn.session.run(verb + portal.sql, timeout_s=timeout_s))
-        duck = json.loads(str(answer[-1][1]))
+        started = time.perf_counter()
+        duck = _plan(conn.session.run(verb + portal.sql, timeout_s=timeout_s))
+        ran_ms = (time.perf_counter() - started) * 1000
+        summary = _summary(duck)
+        if explain.analyze and not summary:
+            # DuckDB profiles some statements (INSERT) as {"result": "error"} after running
+            # them: then the plan comes without actual rows, and the time is measured here
+            duck = _plan(conn.session.run("EXPLAIN (FORMAT JSON) " + portal.sql))
+            summary = {"Execution Time": ran_ms}
         tables = _tables(conn.session, list(_scanned(duck)))
         width = _result_width(conn.session, portal)
     root = plan.translate(duck, tables, width)
     style = plan_format.Style(costs=explain.costs, verbose=explain.verbose, analyze=explain.analyze)
-    summary = _summary(duck) if explain.analyze and explain.summary is not False else {}
+    if not explain.analyze or explain.summary is False:
+        summary = {}
     if format_name == "json":
         document: dict[str, Any] = {"Plan": plan_format.plan_dict(root, style)}
+        if "Planning Time" in summary:
+            document["Planning Time"] = plan_format.Fixed(summary["Planning Time"], 3)
         if summary:
-            document.update(
-                {
-                    "Planning Time": plan_format.Fixed(summary["Planning Time"], 3),
-                    "Triggers": [],
-                    "Execution Time": plan_format.Fixed(summary["Execution Time"], 3),
-                }
-            )
+            document["Triggers"] = []
+            document["Execution Time"] = plan_format.Fixed(summary["Execution Time"], 3)
         lines = [plan_format.json_text([document])]
     else:
         lines = plan_format.text_lines(root, style)
@@ -64,6 +70,11 @@ def run(conn: Channel, portal: Portal, timeout_s: float | None) -> None:
         pa.record_batch([pa.array(lines, portal.schema.field(0).type)], portal.schema)
     ]
     portal.oids = [t.JSON if format_name == "json" else t.TEXT]
+
+
+def _plan(result: Any) -> Any:
+    """DuckDB's JSON plan (or profile) from the answer to its EXPLAIN (FORMAT JSON)."""
+    return json.loads(str(_rows(result)[-1][1]))
 
 
 def _rows(result: Any) -> list[tuple[Any, ...]]:
@@ -119,8 +130,8 @@ def _result_width(session: Any, portal: Portal) -> int | None:
 
 
 def _summary(duck: Any) -> dict[str, float]:
-    """Planning and execution time (ms) from DuckDB's profile."""
-    if not isinstance(duck, dict):
+    """Planning and execution time (ms) from DuckDB's profile; empty if it holds none."""
+    if not isinstance(duck, dict) or not duck.get("operator"):
         return {}
     planning_s = sum(
         float((duck.get(part) or {}).get("total_time") or 0.0)

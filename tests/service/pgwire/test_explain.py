@@ -145,6 +145,16 @@ def test_analyze_gives_actual_rows_and_execution_time(conn: psycopg.Connection) 
     assert (scan["Actual Rows"], scan["Rows Removed by Filter"]) == (1, 2)
 
 
+def test_analyze_without_duckdb_profile_still_answers(conn: psycopg.Connection) -> None:
+    """DuckDB 2.0 profiles a count(*) answered from statistics as {"result": "error"}."""
+    lines = [r[0] for r in conn.execute("EXPLAIN ANALYZE select count(*) from pg_types_probe")]
+    assert SUPERSET_COST.search(lines[0])
+    assert re.fullmatch(r"Execution Time: [\d.]+ ms", lines[-1])
+    row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) select count(*) from pg_types_probe")
+    document = row.fetchall()[0][0][0]
+    assert document["Plan"]["Plan Rows"] == 1 and document["Execution Time"] >= 0
+
+
 def test_parameters_are_bound_into_the_explained_statement(conn: psycopg.Connection) -> None:
     rows = conn.execute("EXPLAIN select * from pg_types_probe where i = %s", [1]).fetchall()
     assert any("Filter: (i = 1)" in r[0] for r in rows)
