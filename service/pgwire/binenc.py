@@ -63,7 +63,7 @@ def encode_binary(arr: pa.Array, oid: int) -> pa.Array:
 
 def _plain(arr: pa.Array) -> pa.Array:
     """The values under an extension type or a dictionary."""
-    if isinstance(arr.type, pa.ExtensionType):
+    if isinstance(arr.type, pa.BaseExtensionType):
         arr = arr.storage
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)

@@ -14,7 +14,7 @@ from dataclasses import replace
 import pyarrow as pa
 from sqlglot import exp
 
-from service.pgwire import codec, copyout, params
+from service.pgwire import codec, copyout, explain, explaining, params
 from service.pgwire import types as t
 from service.pgwire.channel import Channel
 from service.pgwire.errors import SqlError
@@ -44,6 +44,8 @@ async def start(conn: Channel, portal: Portal) -> None:
         await _fetch(conn, portal)
     elif kind == "closecursor":
         _close_cursor(conn, statement.cursor or "")
+    elif kind == "explain":
+        await conn.call(explaining.run, conn, portal, _timeout_s(conn))
     elif kind != "noop":
         await conn.call(run_statement, conn, portal)
     if portal.schema is None:
@@ -86,10 +88,8 @@ def _error(code: str, text: str) -> Exception:
 def run_statement(conn: Channel, portal: Portal) -> None:
     """Run SQL on the session (blocking)."""
     conn.release_session()
-    timeout_ms = int((conn.settings.get("statement_timeout") or "0").rstrip("ms") or 0)
-    timeout_s = timeout_ms / 1000 if timeout_ms > 0 else conn.default_timeout_s
     with conn.session.turn():  # the statement and its first batches: see service/serve/gate.py
-        portal.attach(conn.session.run(portal.sql, timeout_s=timeout_s))
+        portal.attach(conn.session.run(portal.sql, timeout_s=_timeout_s(conn)))
         if (
             portal.statement.copy is None
             and portal.statement.kind in ("dml", "ddl")
@@ -103,6 +103,11 @@ def run_statement(conn: Channel, portal: Portal) -> None:
             portal.prefetch()  # small results are then answered without another thread hop
     if not portal.exhausted:
         conn.streaming = portal
+
+
+def _timeout_s(conn: Channel) -> float | None:
+    timeout_ms = int((conn.settings.get("statement_timeout") or "0").rstrip("ms") or 0)
+    return timeout_ms / 1000 if timeout_ms > 0 else conn.default_timeout_s
 
 
 def _rowcount_from_count_column(portal: Portal) -> None:
@@ -198,7 +203,7 @@ async def send_rows(conn: Channel, portal: Portal, max_rows: int) -> None:
         await _send_all(conn, portal)
     if portal.exhausted and conn.streaming is portal:
         conn.streaming = None
-    if portal.exhausted:
+    if portal.exhausted and portal.statement.kind != "explain":  # PostgreSQL's tag: EXPLAIN
         portal.tag = (
             f"SELECT {portal.rows_sent}"
             if portal.statement.kind in ("query", "show", "other", "declare")
@@ -247,6 +252,8 @@ def describe_statement(conn: Channel, prepared: Prepared) -> pa.Schema | None:
     if statement.kind == "show":
         name = statement.command.name if statement.command else ""
         return pa.schema([(name.lower(), pa.string())] if name != "all" else [])
+    if statement.explain is not None:
+        return explain.schema(explain.chosen_format(statement.explain, conn.settings))
     if statement.kind == "fetch":
         source = conn.portals.get(statement.cursor or "")
         if source is not None and source.schema is None:

@@ -22,6 +22,9 @@ from sqlglot.tokenizer_core import TokenType
 from service.pgwire import compat
 from service.pgwire.compat import pgtypes
 from service.pgwire.compat.names import name_columns
+from service.pgwire.errors import SqlError
+from service.pgwire.explain import Explain
+from service.pgwire.explain import parse as parse_explain
 from service.pgwire.settings import SessionCommand, session_command
 from warehouse.script import is_dynamic
 
@@ -68,10 +71,11 @@ class Statement:
     binary: bool = False  # DECLARE ... BINARY CURSOR
     uses_session: bool = False  # holds current_user / pg_backend_pid markers
     typed: bool = False  # holds arithmetic whose type depends on the catalog (compat.pgtypes)
+    explain: Explain | None = None  # EXPLAIN: its options; the rest is what it explains
 
     @property
     def returns_rows(self) -> bool:
-        return self.kind in ("query", "show", "fetch") or (
+        return self.kind in ("query", "show", "fetch", "explain") or (
             self.tree is not None and bool(self.tree.find(exp.Returning))
         )
 
@@ -91,7 +95,7 @@ class Statement:
     ) -> str:
         """DuckDB SQL with parameters and session values (user, pid) inlined as literals."""
         if self.tree is None:
-            return self.text
+            return self.explain.statement if self.explain is not None else self.text
         if not params and not self.param_count and not self.uses_session:
             return self._plain
         values = {f"{i + 1}": _render(v) for i, v in enumerate(params)}
@@ -173,6 +177,9 @@ def classify(text: str, resolve: Callable[[exp.Expr], exp.Expr] | None = None) -
     if _NOOP.match(text):
         verb = text.split()[0].upper()
         return Statement(text, "noop", "DISCARD ALL" if verb == "DISCARD" else verb)
+    explained = parse_explain(text)
+    if explained is not None:
+        return _explain(text, explained, resolve)
     if _first_word(text) in _PASS_THROUGH:  # DuckDB reads these itself
         return Statement(text, "query", _first_word(text))
     if is_dynamic(text):
@@ -211,6 +218,16 @@ def classify(text: str, resolve: Callable[[exp.Expr], exp.Expr] | None = None) -
     )
 
 
+def _explain(
+    text: str, options: Explain, resolve: Callable[[exp.Expr], exp.Expr] | None = None
+) -> Statement:
+    """EXPLAIN: the statement it explains, classified and rewritten as if it ran."""
+    inner = classify(options.statement, resolve)
+    if inner.kind not in ("query", "dml", "ddl", "other") or inner.copy or inner.explain:
+        raise SqlError("42601", f"EXPLAIN cannot explain {inner.tag or 'this statement'}")
+    return replace(inner, text=text, kind="explain", tag="EXPLAIN", explain=options)
+
+
 def _identifier(name: str) -> str:
     return name[1:-1].replace('""', '"') if name.startswith('"') else name.lower()
 
@@ -222,6 +239,8 @@ def _cursor_statement(
     declare = _DECLARE.match(text)
     if declare:
         inner = classify(declare["query"].rstrip().rstrip(";"), resolve)
+        if inner.explain is not None:  # PostgreSQL's grammar takes only a query here
+            raise SqlError("42601", 'syntax error at or near "EXPLAIN": a cursor needs a query')
         binary = "binary" in declare["options"].lower().split()
         return replace(
             inner,
@@ -248,7 +267,7 @@ def _cursor_statement(
     return None
 
 
-_PASS_THROUGH = {"EXPLAIN", "DESCRIBE", "SUMMARIZE", "PRAGMA"}
+_PASS_THROUGH = {"DESCRIBE", "SUMMARIZE", "PRAGMA"}
 _ROW_VERBS = {
     "SELECT",
     "WITH",

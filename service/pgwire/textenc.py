@@ -27,7 +27,7 @@ BIN = pa.binary()
 def encode_text(arr: pa.Array, oid: int) -> pa.Array:
     """The column as PostgreSQL text-format bytes (a binary array; NULL stays NULL)."""
     arrow = arr.type
-    if isinstance(arrow, pa.ExtensionType):
+    if isinstance(arrow, pa.BaseExtensionType):
         arr = arr.storage
         arrow = arr.type
     if pa.types.is_dictionary(arrow):

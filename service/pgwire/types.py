@@ -140,7 +140,7 @@ def _is_nested(arrow: pa.DataType) -> bool:
 
 
 def _scalar_oid(arrow: pa.DataType) -> int | None:
-    if isinstance(arrow, pa.ExtensionType):
+    if isinstance(arrow, pa.BaseExtensionType):
         if arrow.extension_name in ("arrow.uuid", "uuid"):
             return UUID
         if arrow.extension_name in ("arrow.json", "json"):
