@@ -186,6 +186,11 @@ def classify(text: str, resolve: Callable[[exp.Expr], exp.Expr] | None = None) -
         # CREATE/ALTER/REFRESH/DROP DYNAMIC TABLE: wanka's own statements, which sqlglot would
         # turn into a plain CREATE TABLE; they answer one row saying what was done
         return Statement(text, "query", _first_word(text))
+    return _parsed(text, resolve)
+
+
+def _parsed(text: str, resolve: Callable[[exp.Expr], exp.Expr] | None) -> Statement:
+    """A statement sqlglot reads: parsed, names resolved, rewritten for DuckDB."""
     try:
         tree = sqlglot.parse_one(text, read="postgres")
     except SqlglotError:
