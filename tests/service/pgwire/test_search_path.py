@@ -72,6 +72,8 @@ def test_a_path_reaches_wanka_tables_and_the_policy_still_refuses_secrets(served
         conn.execute("set search_path = wanka, public")
         names = conn.execute("select name from dynamic_tables").fetchall()
         assert isinstance(names, list)
+        plan = conn.execute("explain select name from dynamic_tables").fetchall()
+        assert "dynamic_tables" in plan[0][0] or any("dynamic_tables" in r[0] for r in plan)
         assert conn.execute("select count(*) from pg_types_probe").fetchone() == (3,)
         # the catalog does not show the secret tables, so the path does not find them...
         with pytest.raises(psycopg.errors.UndefinedTable, match="users"):
