@@ -3,7 +3,7 @@
 Statements are parsed and rewritten once per text (`statements.classify`, cached). Two steps
 depend on the session and the catalog instead, so they run per execution, on the connection's
 thread: resolving unqualified names along a non-default search_path (`warehouse.search_path`),
-and casting the outermost sum/avg/division to PostgreSQL's type (`compat.pgtypes`), which reads
+and casting the outermost sum/avg/division to PostgreSQL's type (`compat.result_types`), which reads
 the column types DuckDB reports (kept for a few seconds, and dropped after this session's DDL).
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlglot.schema import Schema
 
-from service.pgwire.compat import paths, pgtypes
+from service.pgwire.compat import paths, result_types
 from service.pgwire.statements import Statement, classify
 from warehouse import search_path
 
@@ -49,7 +49,7 @@ class Catalogued:
             conn.context.update(paths.context(path, known))
             statement = classify(statement.text, paths.resolver(path, known))
         if statement.tree is not None and statement.typed:
-            tree = pgtypes.retyped(statement.tree, self._column_types(cur))
+            tree = result_types.retyped(statement.tree, self._column_types(cur))
             if tree is not None:
                 statement = replace(statement, tree=tree)
         return statement
@@ -60,6 +60,6 @@ class Catalogued:
 
     def _column_types(self, cur: Any) -> Schema:
         if self._columns is None or time.monotonic() - self._read_at > TYPES_TTL_S:
-            self._columns = pgtypes.columns(cur)
+            self._columns = result_types.columns(cur)
             self._read_at = time.monotonic()
         return self._columns

@@ -20,7 +20,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import TokenType
 
 from service.pgwire import compat
-from service.pgwire.compat import pgtypes
+from service.pgwire.compat import result_types
 from service.pgwire.compat.names import name_columns
 from service.pgwire.errors import SqlError
 from service.pgwire.explain import Explain
@@ -70,7 +70,7 @@ class Statement:
     count: int = 0  # FETCH/MOVE: rows (0 = all)
     binary: bool = False  # DECLARE ... BINARY CURSOR
     uses_session: bool = False  # holds current_user / pg_backend_pid markers
-    typed: bool = False  # holds arithmetic whose type depends on the catalog (compat.pgtypes)
+    typed: bool = False  # holds arithmetic whose type depends on the catalog (compat.result_types)
     explain: Explain | None = None  # EXPLAIN: its options; the rest is what it explains
 
     @property
@@ -219,7 +219,7 @@ def _parsed(text: str, resolve: Callable[[exp.Expr], exp.Expr] | None) -> Statem
         param_count=max(params, default=0),
         copy=copy,
         uses_session=markers,
-        typed=pgtypes.wanted(tree),
+        typed=result_types.wanted(tree),
     )
 
 
