@@ -415,6 +415,10 @@ def steps(check: SupersetCheck) -> list[tuple[str, Callable[[], str]]]:
         ("database: list schemas", check.schemas),
         ("database: list tables in public", lambda: check.tables("public")),
         ("database: list tables in wanka", lambda: check.tables("wanka")),
+        (
+            "database: list tables in information_schema",
+            lambda: check.tables("information_schema"),
+        ),
         ("database: table metadata", check.table_metadata),
         ("dataset: public.job_gpu_usage",
          lambda: check.create_dataset("job_gpu_usage", "first_ts")),

@@ -14,11 +14,12 @@ if TYPE_CHECKING:
 WANTED = {
     "public": {"gpu_metrics", "jobs", "job_gpu_usage", "job_gpu_usage_daily", "gpu_metrics_1m"},
     "wanka": {"dynamic_tables", "refresh_history"},
+    "information_schema": {"tables", "columns", "schemata", "views"},
 }
 
 RELATIONS = """
     SELECT table_schema, table_name, table_type FROM information_schema.tables
-    WHERE table_schema IN ('public', 'wanka')
+    WHERE table_schema IN ('public', 'wanka', 'information_schema')
 """
 USAGE_COLUMNS = """
     SELECT column_name FROM information_schema.columns
@@ -63,7 +64,11 @@ class Truth:
                 cur.execute(sql, params)
                 return list(cur.fetchall())
 
-            relations: dict[str, dict[str, str]] = {"public": {}, "wanka": {}}
+            relations: dict[str, dict[str, str]] = {
+                "public": {},
+                "wanka": {},
+                "information_schema": {},
+            }
             for schema, name, kind in rows(RELATIONS):
                 relations[schema][name] = "view" if kind == "VIEW" else "table"
             jobs, last_hour = rows(JOBS)[0]
