@@ -85,8 +85,9 @@ def pg_error(error: BaseException, sql: str = "", start: int = 0) -> PgError:
     """  # noqa: E501
     text = " ".join(one_line(str(error)).split()) or type(error).__name__
     if isinstance(error, Refused):  # warehouse.security.policy's words kept as the detail
-        said = "permission denied" + (" for {} {}".format(*error.on) if error.on else f": {text}")
-        return PgError("42501", said, detail=text)
+        if error.on:  # PostgreSQL's words, the policy's sentence beside them
+            return PgError("42501", "permission denied for {} {}".format(*error.on), detail=text)
+        return PgError("42501", f"permission denied: {text}")
     spots = Spots(sql, start)
     for pattern, rule in _RULES:
         match = pattern.search(text)
