@@ -65,7 +65,7 @@ def _setting(conn: Channel, portal: Portal, command: SessionCommand) -> None:
         value = conn.settings.get(command.name)
         if value is None:
             raise _error("42704", f'unrecognized configuration parameter "{command.name}"')
-        portal.schema, portal.pending = _text_table([command.name.lower()], [[value]])
+        portal.schema, portal.pending = _text_table([command.name], [[value]])  # TimeZone
         portal.oids = [t.TEXT] * len(portal.schema)
 
 
@@ -246,7 +246,7 @@ def describe_statement(conn: Channel, prepared: Prepared) -> pa.Schema | None:
     statement = prepared.statement
     if statement.kind == "show":
         name = statement.command.name if statement.command else ""
-        return pa.schema([(name.lower(), pa.string())] if name != "all" else [])
+        return pa.schema([(name, pa.string())] if name != "all" else [])
     if statement.kind == "fetch":
         source = conn.portals.get(statement.cursor or "")
         if source is not None and source.schema is None:
