@@ -20,6 +20,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import TokenType
 
 from service.pgwire import compat
+from service.pgwire.compat.declared import declared_types
 from service.pgwire.compat.names import name_columns
 from service.pgwire.settings import SessionCommand, session_command
 from warehouse.script import is_dynamic
@@ -66,6 +67,7 @@ class Statement:
     count: int = 0  # FETCH/MOVE: rows (0 = all)
     binary: bool = False  # DECLARE ... BINARY CURSOR
     uses_session: bool = False  # holds current_user / pg_backend_pid markers
+    declared: tuple[int, ...] = ()  # per result column: a type OID DuckDB lacks (name), or 0
 
     @property
     def returns_rows(self) -> bool:
@@ -190,7 +192,9 @@ def classify(text: str, resolve: Callable[[exp.Expr], exp.Expr] | None = None) -
         tree = tree.this if isinstance(tree.this, exp.Query) else exp.select("*").from_(tree.this)
     if resolve is not None:
         tree = resolve(tree)
-    tree = compat.rewrite(name_columns(tree, text))
+    tree = name_columns(tree, text)
+    declared = declared_types(tree)
+    tree = compat.rewrite(tree)
     params = {
         int(p.this.this)
         for p in tree.find_all(exp.Parameter)
@@ -205,6 +209,7 @@ def classify(text: str, resolve: Callable[[exp.Expr], exp.Expr] | None = None) -
         param_count=max(params, default=0),
         copy=copy,
         uses_session=markers,
+        declared=declared,
     )
 
 
