@@ -1,11 +1,13 @@
-"""Result columns whose PostgreSQL type DuckDB has no type for: `name` and `"char"`.
+"""Result columns whose PostgreSQL type DuckDB has no type for: `name`, `"char"` and `json`.
 
 PostgreSQL's catalogs hold names as `name` (type 19) and one-letter codes (`relkind`, `contype`)
 as `"char"` (18); DuckDB has only VARCHAR, which the wire sends as text (25). Clients that look
 at a column's type (pgjdbc's metadata, psycopg's loaders) see what PostgreSQL sends only if the
 wire labels those columns, and only the statement knows which they are: a column of a catalog
-relation (declared in views.sql by `-- name:` and `-- "char":` lines), a cast to `name` or
-`"char"`, or a function PostgreSQL types `name` (`current_schema()`, `pg_get_userbyid()`).
+relation (declared in views.sql by `-- name:`, `-- "char":` and `-- varchar:` lines), a cast
+to `name` or `"char"`, or a function PostgreSQL types `name` (`current_schema()`,
+`pg_get_userbyid()`) or `json` (`json_build_object()`: DuckDB's JSON reaches Arrow as a
+plain string).
 
 Only the outermost select list is looked at, before the compatibility rewrites inline the
 catalog relations; anything else keeps the type its Arrow column gives.
@@ -27,6 +29,8 @@ _NAME_FUNCTIONS = {
     "pg_get_userbyid",
     "pg_encoding_to_char",
 }
+#: functions whose result PostgreSQL types json (DuckDB's JSON reaches Arrow as a string)
+_JSON_FUNCTIONS = {"json_build_object", "json_build_array", "to_json", "row_to_json"}
 _SESSION_WORDS = {"current_user", "session_user", "user", "current_role"}
 
 
@@ -110,10 +114,8 @@ def _declared(node: exp.Expr, sources: dict[str, Columns]) -> int:
         return _column_type(node, sources)
     if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
         return _declared(node.expression, sources)  # pg_catalog.pg_get_userbyid(...)
-    if isinstance(node, (exp.CurrentUser, exp.SessionUser, exp.CurrentSchema)):
-        return t.NAME
-    if isinstance(node, exp.Anonymous) and node.name.lower() in _NAME_FUNCTIONS:
-        return t.NAME
+    if isinstance(node, exp.Nullif):  # the type of its first argument
+        return _declared(node.this, sources)
     if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
         inner = declared_types(node.this)  # (SELECT collname FROM pg_collation ...)
         return inner[0] if inner else 0
@@ -124,7 +126,16 @@ def _declared(node: exp.Expr, sources: dict[str, Columns]) -> int:
             _declared(b, sources) for b in branches if not isinstance(b, (exp.Null, type(None)))
         }
         return types.pop() if len(types) == 1 else 0
-    return 0
+    return _function_type(node) if isinstance(node, exp.Func) else 0
+
+
+def _function_type(node: exp.Func) -> int:
+    if isinstance(node, (exp.CurrentUser, exp.SessionUser, exp.CurrentSchema)):
+        return t.NAME
+    if isinstance(node, exp.JSONArrayAgg):
+        return t.JSON
+    name = node.name.lower() if isinstance(node, exp.Anonymous) else ""
+    return t.NAME if name in _NAME_FUNCTIONS else t.JSON if name in _JSON_FUNCTIONS else 0
 
 
 def _cast_type(to: exp.DataType) -> int:

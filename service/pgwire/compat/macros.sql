@@ -106,7 +106,7 @@ CREATE OR REPLACE MACRO memory.pg_compat.pg_encoding_to_char(encoding) AS 'UTF8'
 CREATE OR REPLACE MACRO memory.pg_compat.pg_char_to_encoding(name) AS 6;
 
 CREATE OR REPLACE MACRO memory.pg_compat.array_upper(a, dim) AS
-    CASE WHEN dim = 1 AND len(a) > 0 THEN len(a) END;
+    CASE WHEN dim = 1 AND len(a) > 0 THEN CAST(len(a) AS INTEGER) END;
 
 CREATE OR REPLACE MACRO memory.pg_compat.array_lower(a, dim) AS
     CASE WHEN dim = 1 AND len(a) > 0 THEN 1 END;
@@ -114,7 +114,7 @@ CREATE OR REPLACE MACRO memory.pg_compat.array_lower(a, dim) AS
 CREATE OR REPLACE MACRO memory.pg_compat.array_ndims(a) AS CASE WHEN len(a) > 0 THEN 1 END;
 
 CREATE OR REPLACE MACRO memory.pg_compat._pg_expandarray(a) AS
-    unnest(list_transform(a, lambda v, i: {'x': v, 'n': i}));
+    unnest(list_transform(a, lambda v, i: {'x': v, 'n': CAST(i AS INTEGER)}));
 
 CREATE OR REPLACE MACRO memory.pg_compat.quote_ident(name) AS CASE
     WHEN regexp_full_match(name, '[a-z_][a-z0-9_$]*')

@@ -66,15 +66,16 @@ def views() -> dict[str, exp.Query]:
     return found
 
 
-_DECLARED = re.compile(r'^-- (?P<type>name|"char"): (?P<columns>[\w ]+)$', re.M)
-_DECLARED_OID = {"name": 19, '"char"': 18}
+_DECLARED = re.compile(r'^-- (?P<type>name|"char"|varchar): (?P<columns>[\w ]+)$', re.M)
+_DECLARED_OID = {"name": 19, '"char"': 18, "varchar": 1043}
 
 
 @functools.cache
 def declared_columns() -> dict[str, dict[str, int]]:
     """Catalog columns of a type DuckDB lacks, by relation: {'pg_class': {'relname': 19}}.
 
-    views.sql states them under a view's header: `-- name: relname` or `-- "char": relkind`.
+    views.sql states them under a view's header: `-- name: relname`, `-- "char": relkind` or
+    `-- varchar: data_type` (information_schema's character_data and yes_or_no).
     """
     text = (HERE / "views.sql").read_text()
     heads = list(_VIEW_HEADER.finditer(text))

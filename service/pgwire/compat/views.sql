@@ -2,9 +2,10 @@
 -- The rewriter inlines each one as a subquery where a client names pg_catalog.<name> (or
 -- information_schema.<name>), so the warehouse file holds none of them and the role policy
 -- sees only duckdb_*() catalog functions. The `main` schema is shown as `public`.
--- Format: `-- view: [schema.]name` then one SELECT. `-- name: col ...` and `-- "char": col ...`
--- lines after the header say which columns PostgreSQL types name and "char": DuckDB has only
--- VARCHAR for them, so the wire labels them by these lines (compat/declared.py).
+-- Format: `-- view: [schema.]name` then one SELECT. `-- name: col ...`, `-- "char": col ...` and
+-- `-- varchar: col ...` lines after the header say which columns PostgreSQL types name, "char"
+-- and varchar: DuckDB has VARCHAR (text on the wire) for all of them, so the wire labels them
+-- by these lines (compat/declared.py).
 
 -- view: pg_namespace
 -- name: nspname
@@ -421,6 +422,7 @@ SELECT 'UTC' AS name, 'UTC' AS abbrev, INTERVAL 0 SECOND AS utc_offset, false AS
 -- view: information_schema.schemata
 -- name: catalog_name schema_name schema_owner default_character_set_catalog
 -- name: default_character_set_schema default_character_set_name
+-- varchar: sql_path
 SELECT 'wanka' AS catalog_name, memory.pg_compat.schema_name(schema_name) AS schema_name,
        'wanka' AS schema_owner, NULL::VARCHAR AS default_character_set_catalog,
        NULL::VARCHAR AS default_character_set_schema,
@@ -432,6 +434,7 @@ UNION ALL SELECT 'wanka', 'information_schema', 'wanka', NULL, NULL, NULL, NULL
 -- view: information_schema.tables
 -- name: table_catalog table_schema table_name self_referencing_column_name
 -- name: user_defined_type_catalog user_defined_type_schema user_defined_type_name
+-- varchar: table_type reference_generation is_insertable_into is_typed commit_action
 SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS table_schema,
        table_name, 'BASE TABLE' AS table_type, NULL::VARCHAR AS self_referencing_column_name,
        NULL::VARCHAR AS reference_generation, NULL::VARCHAR AS user_defined_type_catalog,
@@ -449,6 +452,8 @@ FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
 
 -- view: information_schema.views
 -- name: table_catalog table_schema table_name
+-- varchar: view_definition check_option is_updatable is_insertable_into is_trigger_updatable
+-- varchar: is_trigger_deletable is_trigger_insertable_into
 SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS table_schema,
        view_name AS table_name, sql AS view_definition, 'NONE' AS check_option,
        'NO' AS is_updatable, 'NO' AS is_insertable_into, 'NO' AS is_trigger_updatable,
@@ -461,6 +466,8 @@ FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
 -- name: character_set_schema character_set_name collation_catalog collation_schema collation_name
 -- name: domain_catalog domain_schema domain_name udt_catalog udt_schema udt_name scope_catalog
 -- name: scope_schema scope_name dtd_identifier
+-- varchar: column_default is_nullable data_type interval_type is_self_referencing is_identity
+-- varchar: identity_generation is_generated generation_expression is_updatable
 SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS table_schema,
        table_name, column_name, column_index AS ordinal_position, column_default,
        CASE WHEN is_nullable THEN 'YES' ELSE 'NO' END AS is_nullable,
@@ -488,6 +495,7 @@ FROM duckdb_columns() WHERE database_name = 'warehouse'
 
 -- view: information_schema.table_constraints
 -- name: constraint_catalog constraint_schema constraint_name table_catalog table_schema table_name
+-- varchar: constraint_type is_deferrable initially_deferred enforced nulls_distinct
 SELECT 'wanka' AS constraint_catalog,
        memory.pg_compat.schema_name(schema_name) AS constraint_schema,
        table_name || '_' || CASE constraint_type WHEN 'PRIMARY KEY' THEN 'pkey'
@@ -516,6 +524,7 @@ FROM duckdb_constraints() WHERE database_name = 'warehouse'
 
 -- view: information_schema.routines
 -- name: specific_catalog specific_schema specific_name routine_catalog routine_schema routine_name
+-- varchar: routine_type data_type
 SELECT ''::VARCHAR AS specific_catalog, ''::VARCHAR AS specific_schema,
        ''::VARCHAR AS specific_name, ''::VARCHAR AS routine_catalog,
        ''::VARCHAR AS routine_schema, ''::VARCHAR AS routine_name,
