@@ -181,6 +181,9 @@ CREATE OR REPLACE MACRO memory.pg_compat.pg_get_triggerdef(t) AS NULL::VARCHAR,
 
 CREATE OR REPLACE MACRO memory.pg_compat.pg_get_partkeydef(t) AS NULL::VARCHAR;
 
+CREATE OR REPLACE MACRO memory.pg_compat.pg_get_ruledef(r) AS NULL::VARCHAR,
+    (r, pretty) AS NULL::VARCHAR;
+
 CREATE OR REPLACE MACRO memory.pg_compat.pg_get_statisticsobjdef_columns(t) AS NULL::VARCHAR;
 
 CREATE OR REPLACE MACRO memory.pg_compat.pg_get_viewdef(v_oid) AS (

@@ -34,12 +34,13 @@ FROM duckdb_tables() WHERE database_name = 'warehouse'
 UNION ALL
 -- gpu_metrics is a view over the series and samples (sql/schema/0012): a table to clients
 SELECT view_oid::UINTEGER, view_name, schema_oid::UINTEGER, 0::UINTEGER, 0::UINTEGER,
-       10::UINTEGER, 0::UINTEGER, 0::UINTEGER, 0::UINTEGER, 0, 0, 0, 0::UINTEGER, false, false,
-       CASE WHEN temporary THEN 't' ELSE 'p' END,
-       CASE WHEN schema_name = 'main' AND view_name = 'gpu_metrics' THEN 'r' ELSE 'v' END,
-       column_count::SMALLINT, 0::SMALLINT, true,
+       10::UINTEGER, CASE WHEN shown_as_table THEN 2 ELSE 0 END::UINTEGER, 0::UINTEGER,
+       0::UINTEGER, 0, 0, 0, 0::UINTEGER, false, false,
+       CASE WHEN temporary THEN 't' ELSE 'p' END, CASE WHEN shown_as_table THEN 'r' ELSE 'v' END,
+       column_count::SMALLINT, 0::SMALLINT, NOT shown_as_table,
        false, false, false, false, true, 'd', false, 0::UINTEGER, 0, 0, NULL, NULL, NULL
-FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal
+FROM (SELECT *, schema_name = 'main' AND view_name = 'gpu_metrics' AS shown_as_table
+      FROM duckdb_views() WHERE database_name = 'warehouse' AND NOT internal)
 UNION ALL
 SELECT (table_oid * 1000 + constraint_index)::UINTEGER, table_name || '_' || CASE constraint_type
            WHEN 'PRIMARY KEY' THEN 'pkey' ELSE array_to_string(constraint_column_names, '_') || '_key' END,
@@ -71,7 +72,9 @@ SELECT table_oid::UINTEGER AS attrelid, column_name AS attname,
        memory.pg_compat.type_oid(data_type)::UINTEGER AS atttypid, -1 AS attstattarget,
        -1::SMALLINT AS attlen, column_index::SMALLINT AS attnum,
        CASE WHEN data_type LIKE '%[]' THEN 1 ELSE 0 END AS attndims, -1 AS attcacheoff,
-       memory.pg_compat.type_mod(data_type) AS atttypmod, false AS attbyval, 'x' AS attstorage,
+       memory.pg_compat.type_mod(data_type) AS atttypmod, false AS attbyval,
+       CASE WHEN memory.pg_compat.type_oid(data_type) IN (16, 20, 21, 23, 26, 700, 701, 1082, 1083,
+           1114, 1184, 1186, 2950) THEN 'p' ELSE 'x' END AS attstorage,
        'i' AS attalign, NOT is_nullable AS attnotnull, column_default IS NOT NULL AS atthasdef,
        false AS atthasmissing, '' AS attidentity, '' AS attgenerated, false AS attisdropped,
        true AS attislocal, 0 AS attinhcount, 0::UINTEGER AS attcollation, '' AS attcompression,
@@ -177,7 +180,7 @@ SELECT 16384::UINTEGER AS oid, 'wanka' AS datname, 10::UINTEGER AS datdba, 6 AS 
 
 -- view: pg_roles
 -- name: rolname
-SELECT 'wanka' AS rolname, true AS rolsuper, false AS rolinherit,
+SELECT 'wanka' AS rolname, true AS rolsuper, true AS rolinherit,
        false AS rolcreaterole, false AS rolcreatedb, true AS rolcanlogin,
        false AS rolreplication, -1 AS rolconnlimit, '********' AS rolpassword,
        NULL::TIMESTAMPTZ AS rolvaliduntil, false AS rolbypassrls, NULL::VARCHAR[] AS rolconfig,
@@ -191,7 +194,7 @@ SELECT 'wanka' AS usename, 10::UINTEGER AS usesysid, false AS usecreatedb, true 
 
 -- view: pg_authid
 -- name: rolname
-SELECT 10::UINTEGER AS oid, 'wanka' AS rolname, true AS rolsuper, false AS rolinherit,
+SELECT 10::UINTEGER AS oid, 'wanka' AS rolname, true AS rolsuper, true AS rolinherit,
        false AS rolcreaterole, false AS rolcreatedb, true AS rolcanlogin,
        false AS rolreplication, false AS rolbypassrls, -1 AS rolconnlimit
 
