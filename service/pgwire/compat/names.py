@@ -154,7 +154,7 @@ def name_columns(tree: exp.Expr, text: str = "") -> exp.Expr:
         same = (  # DuckDB reads `CURRENT_DATE AS "current_date"` as a column of itself
             name is not None
             and item.sql(dialect="duckdb").lower() == name
-            and not isinstance(item, (exp.CurrentUser, exp.SessionUser))
+            and not isinstance(item, (exp.CurrentUser, exp.SessionUser, exp.CurrentTimestamp))
         )
         named.append(exp.alias_(item, name, quoted=True) if name and not same else item)
     select.set("expressions", named)

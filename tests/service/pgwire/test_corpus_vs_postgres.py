@@ -56,8 +56,6 @@ KNOWN: dict[tuple[str, int | None], str] = {
     ("pgjdbc:DBeaver tables of a schema", 30): _XID,
     ("pgjdbc:DBeaver tables of a schema", 31): _ACL,
     ("pgjdbc:DBeaver tables of a schema", 33): "pg_node_tree (194): no partitions, a NULL text",
-    ("pgjdbc:Metabase current timestamp", 0): "DuckDB reads `CURRENT_TIMESTAMP AS "
-    '"current_timestamp"` as a reference to the alias, so the column keeps its upper-case name',
     ("psql:psql 12", 1): _REGCLASS,
     ("psql:psql 14", 0): _REGCLASS,
     ("psql:psql 15", 0): _REGCLASS,
@@ -175,3 +173,13 @@ def test_psql_lists_what_both_have(both: tuple[psycopg.Connection, psycopg.Conne
         assert {"jobs", "nodes"} <= {r[1] for r in _rows(conn, _sql(conn, _case("psql 3")))}
     databases = [r[0] for r in _rows(wanka, _sql(wanka, _case("psql 1")))]
     assert "wanka" in databases and "postgres" in [r[0] for r in _rows(pg, _case("psql 1").sql)]
+
+
+def test_current_timestamp_named_as_postgresql(
+    both: tuple[psycopg.Connection, psycopg.Connection],
+) -> None:
+    """DuckDB binds `CURRENT_TIMESTAMP AS "current_timestamp"` to the alias: an error once."""
+    pg, wanka = both
+    sql = 'select current_timestamp, current_timestamp as "current_timestamp"'
+    case = Case("extra", "now", sql)
+    assert _shape(wanka, case) == _shape(pg, case) == [("current_timestamp", 1184)] * 2
