@@ -72,12 +72,12 @@ SELECT table_oid::UINTEGER AS attrelid, column_name AS attname,
        memory.pg_compat.type_oid(data_type)::UINTEGER AS atttypid, -1 AS attstattarget,
        -1::SMALLINT AS attlen, column_index::SMALLINT AS attnum,
        CASE WHEN data_type LIKE '%[]' THEN 1 ELSE 0 END AS attndims, -1 AS attcacheoff,
-       memory.pg_compat.type_mod(data_type) AS atttypmod, false AS attbyval,
+       memory.pg_compat.type_mod(data_type) AS atttypmod, false AS attbyval, 'i' AS attalign,
        CASE WHEN memory.pg_compat.type_oid(data_type) IN (16, 20, 21, 23, 26, 700, 701, 1082, 1083,
-           1114, 1184, 1186, 2950) THEN 'p' ELSE 'x' END AS attstorage,
-       'i' AS attalign, NOT is_nullable AS attnotnull, column_default IS NOT NULL AS atthasdef,
+           1114, 1184, 1186, 2950) THEN 'p' ELSE 'x' END AS attstorage, '' AS attcompression,
+       NOT is_nullable AS attnotnull, column_default IS NOT NULL AS atthasdef,
        false AS atthasmissing, '' AS attidentity, '' AS attgenerated, false AS attisdropped,
-       true AS attislocal, 0 AS attinhcount, 0::UINTEGER AS attcollation, '' AS attcompression,
+       true AS attislocal, 0 AS attinhcount, 0::UINTEGER AS attcollation,
        NULL::VARCHAR[] AS attacl, NULL::VARCHAR[] AS attoptions, NULL::VARCHAR[] AS attfdwoptions,
        NULL AS attmissingval
 FROM duckdb_columns() WHERE database_name = 'warehouse'
@@ -93,10 +93,10 @@ FROM duckdb_columns() WHERE database_name = 'warehouse'
 SELECT (table_oid * 1000 + constraint_index)::UINTEGER AS indexrelid, table_oid::UINTEGER AS indrelid,
        len(constraint_column_indexes)::SMALLINT AS indnatts,
        len(constraint_column_indexes)::SMALLINT AS indnkeyatts,
-       true AS indisunique, constraint_type = 'PRIMARY KEY' AS indisprimary,
+       true AS indisunique, false AS indnullsnotdistinct,
+       constraint_type = 'PRIMARY KEY' AS indisprimary,
        false AS indisexclusion, true AS indimmediate, false AS indisclustered, true AS indisvalid,
        false AS indcheckxmin, true AS indisready, true AS indislive, false AS indisreplident,
-       false AS indnullsnotdistinct,
        memory.pg_compat.attnums(constraint_column_indexes) AS indkey,
        [] ::BIGINT[] AS indcollation, []::BIGINT[] AS indclass, []::SMALLINT[] AS indoption,
        NULL AS indexprs, NULL AS indpred
@@ -126,8 +126,9 @@ SELECT (table_oid * 1000 + constraint_index)::UINTEGER AS oid,
        'a' AS confupdtype, 'a' AS confdeltype, 's' AS confmatchtype, true AS conislocal,
        0 AS coninhcount, true AS connoinherit,
        memory.pg_compat.attnums(constraint_column_indexes) AS conkey,
-       NULL::SMALLINT[] AS confkey, NULL AS conpfeqop, NULL AS conppeqop, NULL AS conffeqop,
-       NULL AS conexclop, expression AS conbin
+       NULL::SMALLINT[] AS confkey, NULL::UINTEGER[] AS conpfeqop,
+       NULL::UINTEGER[] AS conppeqop, NULL::UINTEGER[] AS conffeqop,
+       NULL::UINTEGER[] AS conexclop, expression AS conbin
 FROM duckdb_constraints() c WHERE database_name = 'warehouse'
     AND NOT memory.pg_compat.secret(schema_name, table_name)
     AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK')
@@ -229,9 +230,9 @@ FROM duckdb_tables() WHERE database_name = 'warehouse'
 
 -- view: pg_stat_activity
 -- name: datname usename
-SELECT 16384::UINTEGER AS datid, 'wanka' AS datname, 0 AS pid, 'active' AS state,
-       NULL::VARCHAR AS query, NULL::VARCHAR AS application_name, NULL::VARCHAR AS usename,
-       NULL::TIMESTAMPTZ AS backend_start, NULL::TIMESTAMPTZ AS query_start
+SELECT 16384::UINTEGER AS datid, 'wanka' AS datname, 0 AS pid, NULL::VARCHAR AS usename,
+       NULL::VARCHAR AS application_name, NULL::TIMESTAMPTZ AS backend_start,
+       NULL::TIMESTAMPTZ AS query_start, 'active' AS state, NULL::VARCHAR AS query
 WHERE false
 
 -- view: pg_tables
@@ -293,9 +294,9 @@ SELECT f.function_oid::UINTEGER AS oid, f.function_name AS proname,
        len(f.parameters)::SMALLINT AS pronargs, 0::SMALLINT AS pronargdefaults,
        CASE WHEN f.function_type = 'table_macro' THEN 2249 ELSE 2276 END::UINTEGER AS prorettype,
        list_transform(f.parameters, lambda x: 2276::BIGINT) AS proargtypes,
-       NULL::BIGINT[] AS proallargtypes, NULL::VARCHAR[] AS proargmodes,
+       NULL::UINTEGER[] AS proallargtypes, NULL::VARCHAR[] AS proargmodes,
        f.parameters::VARCHAR[] AS proargnames, NULL::VARCHAR AS proargdefaults,
-       NULL AS protrftypes, coalesce(f.macro_definition, '')::VARCHAR AS prosrc,
+       NULL::UINTEGER[] AS protrftypes, coalesce(f.macro_definition, '')::VARCHAR AS prosrc,
        NULL::VARCHAR AS probin, NULL::VARCHAR AS prosqlbody, NULL::VARCHAR[] AS proconfig,
        NULL::VARCHAR[] AS proacl, false AS proisagg
 FROM duckdb_functions() AS f
@@ -320,28 +321,28 @@ SELECT 0::UINTEGER AS partrelid, '' AS partstrat, 0::SMALLINT AS partnatts,
 -- view: pg_opclass
 -- name: opcname
 SELECT 0::UINTEGER AS oid, 0::UINTEGER AS opcmethod, ''::VARCHAR AS opcname,
-       0::UINTEGER AS opcnamespace, false AS opcdefault, 0::UINTEGER AS opcintype WHERE false
+       0::UINTEGER AS opcnamespace, 0::UINTEGER AS opcintype, false AS opcdefault WHERE false
 
 -- view: pg_extension
 -- name: extname
 SELECT 13000::UINTEGER AS oid, 'plpgsql' AS extname, 10::UINTEGER AS extowner,
        0::UINTEGER AS extnamespace, false AS extrelocatable, '1.0' AS extversion,
-       NULL::BIGINT[] AS extconfig, NULL::VARCHAR[] AS extcondition
+       NULL::UINTEGER[] AS extconfig, NULL::VARCHAR[] AS extcondition
 
 -- view: pg_policy
 -- name: polname
 -- "char": polcmd
 SELECT 0::UINTEGER AS oid, ''::VARCHAR AS polname, 0::UINTEGER AS polrelid, '' AS polcmd,
-       true AS polpermissive, []::BIGINT[] AS polroles, NULL AS polqual,
+       true AS polpermissive, []::UINTEGER[] AS polroles, NULL AS polqual,
        NULL AS polwithcheck WHERE false
 
 -- view: pg_trigger
 -- name: tgname
 -- "char": tgenabled
 SELECT 0::UINTEGER AS oid, 0::UINTEGER AS tgrelid, 0::UINTEGER AS tgparentid, ''::VARCHAR AS tgname,
-       0::UINTEGER AS tgfoid, 0 AS tgtype, 'O' AS tgenabled, false AS tgisinternal,
+       0::UINTEGER AS tgfoid, 0::SMALLINT AS tgtype, 'O' AS tgenabled, false AS tgisinternal,
        0::UINTEGER AS tgconstrrelid, 0::UINTEGER AS tgconstrindid, 0::UINTEGER AS tgconstraint,
-       false AS tgdeferrable, false AS tginitdeferred, 0 AS tgnargs WHERE false
+       false AS tgdeferrable, false AS tginitdeferred, 0::SMALLINT AS tgnargs WHERE false
 
 -- view: pg_rewrite
 -- name: rulename
@@ -352,8 +353,8 @@ WHERE false
 -- view: pg_statistic_ext
 -- name: stxname
 SELECT 0::UINTEGER AS oid, 0::UINTEGER AS stxrelid, ''::VARCHAR AS stxname,
-       0::UINTEGER AS stxnamespace, []::SMALLINT[] AS stxkeys, []::VARCHAR[] AS stxkind,
-       -1 AS stxstattarget, 10::UINTEGER AS stxowner
+       0::UINTEGER AS stxnamespace, 10::UINTEGER AS stxowner, -1 AS stxstattarget,
+       []::SMALLINT[] AS stxkeys, []::VARCHAR[] AS stxkind
 WHERE false
 
 -- view: pg_publication
@@ -399,7 +400,7 @@ SELECT 0::UINTEGER AS classid, 0::UINTEGER AS objid, 0 AS objsubid, 0::UINTEGER 
 
 -- view: pg_sequence
 SELECT sequence_oid::UINTEGER AS seqrelid, 20::UINTEGER AS seqtypid, start_value AS seqstart,
-       increment_by AS seqincrement, max_value AS seqmax, min_value AS seqmin, 1 AS seqcache,
+       increment_by AS seqincrement, max_value AS seqmax, min_value AS seqmin, 1::BIGINT AS seqcache,
        cycle AS seqcycle
 FROM duckdb_sequences() WHERE database_name = 'warehouse'
 
@@ -519,7 +520,7 @@ SELECT 'wanka' AS constraint_catalog,
            ELSE array_to_string(constraint_column_names, '_') || '_key' END AS constraint_name,
        'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS table_schema,
        table_name, unnest(constraint_column_names) AS column_name,
-       unnest(generate_series(1, len(constraint_column_names))) AS ordinal_position,
+       unnest(generate_series(1, len(constraint_column_names)))::INTEGER AS ordinal_position,
        NULL::INTEGER AS position_in_unique_constraint
 FROM duckdb_constraints() WHERE database_name = 'warehouse'
     AND NOT memory.pg_compat.secret(schema_name, table_name)
