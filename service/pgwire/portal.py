@@ -59,7 +59,7 @@ class Portal:
         """Each result column's PostgreSQL type: its Arrow type's, or the one the statement
         declares for it (a catalog column of type name or "char", which DuckDB has as text)."""
         assert self.schema is not None
-        declared = self.statement.declared
+        declared = (self.source or self).statement.declared  # FETCH: the cursor's query
         if len(declared) != len(self.schema):
             declared = (0,) * len(self.schema)
         return [
