@@ -43,7 +43,7 @@ def encode_binary(arr: pa.Array, oid: int) -> pa.Array:
         return _fixed(arr, _FIXED[oid])
     if oid in _TEMPORAL:
         return _TEMPORAL[oid](arr)
-    if oid in (t.TEXT, t.VARCHAR, t.JSON, t.BYTEA, t.NAME):
+    if oid in (t.TEXT, t.VARCHAR, t.JSON, t.BYTEA, t.NAME, t.CHAR):
         if pa.types.is_string(arr.type) or pa.types.is_binary(arr.type):
             return arr.cast(BIN)
         if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):

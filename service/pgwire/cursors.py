@@ -67,7 +67,7 @@ def _setting(conn: Channel, portal: Portal, command: SessionCommand) -> None:
         value = conn.settings.get(command.name)
         if value is None:
             raise _error("42704", f'unrecognized configuration parameter "{command.name}"')
-        portal.schema, portal.pending = _text_table([command.name.lower()], [[value]])
+        portal.schema, portal.pending = _text_table([command.name], [[value]])  # TimeZone
         portal.oids = [t.TEXT] * len(portal.schema)
 
 
@@ -251,7 +251,7 @@ def describe_statement(conn: Channel, prepared: Prepared) -> pa.Schema | None:
     statement = prepared.statement
     if statement.kind == "show":
         name = statement.command.name if statement.command else ""
-        return pa.schema([(name.lower(), pa.string())] if name != "all" else [])
+        return pa.schema([(name, pa.string())] if name != "all" else [])
     if statement.explain is not None:
         return explain.schema(explain.chosen_format(statement.explain, conn.settings))
     if statement.kind == "fetch":

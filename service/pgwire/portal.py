@@ -53,7 +53,19 @@ class Portal:
         """Take the result of running the statement."""
         self.result = result
         self.schema = result.reader.schema
-        self.oids = [t.pg_type(f.type).oid for f in self.schema]
+        self.oids = [pg.oid for pg in self.column_types()]
+
+    def column_types(self) -> list[t.PgType]:
+        """Each result column's PostgreSQL type: its Arrow type's, or the one the statement
+        declares for it (a catalog column of type name or "char", which DuckDB has as text)."""
+        assert self.schema is not None
+        declared = (self.source or self).statement.declared  # FETCH: the cursor's query
+        if len(declared) != len(self.schema):
+            declared = (0,) * len(self.schema)
+        return [
+            t.declared(oid) if oid and t.is_text(f.type) else t.pg_type(f.type)
+            for f, oid in zip(self.schema, declared, strict=True)
+        ]
 
     def column_formats(self) -> list[int]:
         count = len(self.schema) if self.schema is not None else 0
@@ -67,8 +79,9 @@ class Portal:
         """RowDescription for the result, with the formats the client asked for."""
         assert self.schema is not None
         fields = []
-        for arrow, fmt in zip(self.schema, self.column_formats(), strict=False):
-            pg = t.pg_type(arrow.type)
+        for arrow, pg, fmt in zip(
+            self.schema, self.column_types(), self.column_formats(), strict=False
+        ):
             fields.append(codec.Field(arrow.name, pg.oid, pg.size, pg.modifier, fmt))
         return codec.row_description(fields)
 

@@ -21,6 +21,7 @@ from sqlglot.tokenizer_core import TokenType
 
 from service.pgwire import compat
 from service.pgwire.compat import result_types
+from service.pgwire.compat.declared import declared_types
 from service.pgwire.compat.names import name_columns
 from service.pgwire.errors import SqlError
 from service.pgwire.explain import Explain
@@ -72,6 +73,7 @@ class Statement:
     uses_session: bool = False  # holds current_user / pg_backend_pid markers
     typed: bool = False  # holds arithmetic whose type depends on the catalog (compat.result_types)
     explain: Explain | None = None  # EXPLAIN: its options; the rest is what it explains
+    declared: tuple[int, ...] = ()  # per result column: a type OID DuckDB lacks (name), or 0
 
     @property
     def returns_rows(self) -> bool:
@@ -204,7 +206,9 @@ def _parsed(text: str, resolve: Callable[[exp.Expr], exp.Expr] | None) -> Statem
         tree = tree.this if isinstance(tree.this, exp.Query) else exp.select("*").from_(tree.this)
     if resolve is not None:
         tree = resolve(tree)
-    tree = compat.rewrite(name_columns(tree, text))
+    tree = name_columns(tree, text)
+    declared = declared_types(tree)
+    tree = compat.rewrite(tree)
     params = {
         int(p.this.this)
         for p in tree.find_all(exp.Parameter)
@@ -220,6 +224,7 @@ def _parsed(text: str, resolve: Callable[[exp.Expr], exp.Expr] | None) -> Statem
         copy=copy,
         uses_session=markers,
         typed=result_types.wanted(tree),
+        declared=declared,
     )
 
 

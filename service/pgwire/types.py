@@ -123,6 +123,8 @@ def pg_type(arrow: pa.DataType) -> PgType:
     655366
     >>> pg_type(pa.list_(pa.float64())).oid
     1022
+    >>> pg_type(pa.uint32())  # the catalog's oid columns are UINTEGER
+    PgType(oid=26, size=4, modifier=-1)
     """
     oid = _scalar_oid(arrow)
     if oid is None:
@@ -133,6 +135,20 @@ def pg_type(arrow: pa.DataType) -> PgType:
     if oid == NUMERIC and pa.types.is_decimal(arrow):
         return PgType(NUMERIC, -1, ((arrow.precision << 16) | arrow.scale) + 4)
     return PgType(oid, TYPE_SIZE.get(oid, -1))
+
+
+def declared(oid: int) -> PgType:
+    """The face of a column whose type the statement declares (name, "char")."""
+    return PgType(oid, TYPE_SIZE.get(oid, -1))
+
+
+def is_text(arrow: pa.DataType) -> bool:
+    """Whether an Arrow column holds strings (which a declared name or "char" type may label)."""
+    return bool(
+        pa.types.is_string(arrow)
+        or pa.types.is_large_string(arrow)
+        or pa.types.is_string_view(arrow)
+    )
 
 
 def _is_nested(arrow: pa.DataType) -> bool:
@@ -150,7 +166,8 @@ def _scalar_oid(arrow: pa.DataType) -> int | None:
         (pa.types.is_boolean(arrow), BOOL),
         (arrow in (pa.int8(), pa.int16(), pa.uint8()), INT2),
         (arrow in (pa.int32(), pa.uint16()), INT4),
-        (arrow in (pa.int64(), pa.uint32()), INT8),
+        (arrow == pa.uint32(), OID),  # DuckDB's UINTEGER: PostgreSQL's only unsigned type
+        (arrow == pa.int64(), INT8),
         (arrow == pa.uint64() or pa.types.is_decimal(arrow), NUMERIC),
         (arrow in (pa.float16(), pa.float32()), FLOAT4),
         (arrow == pa.float64(), FLOAT8),

@@ -12,7 +12,7 @@ _PLAIN_TYPES = {
     "char": "VARCHAR",
     "bpchar": "VARCHAR",
     "text": "VARCHAR",
-    "oid": "BIGINT",
+    "oid": "UINTEGER",
     "xid": "BIGINT",
     "int2vector": "SMALLINT[]",
     "oidvector": "BIGINT[]",

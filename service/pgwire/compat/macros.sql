@@ -6,7 +6,7 @@ CREATE OR REPLACE MACRO memory.pg_compat.scalar_type_oid(t) AS CASE
     WHEN t IN ('BOOLEAN') THEN 16 WHEN t = 'BLOB' THEN 17
     WHEN t IN ('TINYINT', 'SMALLINT', 'UTINYINT') THEN 21
     WHEN t IN ('INTEGER', 'USMALLINT') THEN 23
-    WHEN t IN ('BIGINT', 'UINTEGER') THEN 20
+    WHEN t = 'BIGINT' THEN 20 WHEN t = 'UINTEGER' THEN 26
     WHEN t IN ('HUGEINT', 'UBIGINT', 'UHUGEINT') OR t LIKE 'DECIMAL%' THEN 1700
     WHEN t = 'FLOAT' THEN 700 WHEN t = 'DOUBLE' THEN 701
     WHEN t = 'DATE' THEN 1082 WHEN t = 'TIME' THEN 1083
@@ -106,7 +106,7 @@ CREATE OR REPLACE MACRO memory.pg_compat.pg_encoding_to_char(encoding) AS 'UTF8'
 CREATE OR REPLACE MACRO memory.pg_compat.pg_char_to_encoding(name) AS 6;
 
 CREATE OR REPLACE MACRO memory.pg_compat.array_upper(a, dim) AS
-    CASE WHEN dim = 1 AND len(a) > 0 THEN len(a) END;
+    CASE WHEN dim = 1 AND len(a) > 0 THEN CAST(len(a) AS INTEGER) END;
 
 CREATE OR REPLACE MACRO memory.pg_compat.array_lower(a, dim) AS
     CASE WHEN dim = 1 AND len(a) > 0 THEN 1 END;
@@ -114,7 +114,7 @@ CREATE OR REPLACE MACRO memory.pg_compat.array_lower(a, dim) AS
 CREATE OR REPLACE MACRO memory.pg_compat.array_ndims(a) AS CASE WHEN len(a) > 0 THEN 1 END;
 
 CREATE OR REPLACE MACRO memory.pg_compat._pg_expandarray(a) AS
-    unnest(list_transform(a, lambda v, i: {'x': v, 'n': i}));
+    unnest(list_transform(a, lambda v, i: {'x': v, 'n': CAST(i AS INTEGER)}));
 
 CREATE OR REPLACE MACRO memory.pg_compat.quote_ident(name) AS CASE
     WHEN regexp_full_match(name, '[a-z_][a-z0-9_$]*')
@@ -180,6 +180,9 @@ CREATE OR REPLACE MACRO memory.pg_compat.pg_get_triggerdef(t) AS NULL::VARCHAR,
     (t, pretty) AS NULL::VARCHAR;
 
 CREATE OR REPLACE MACRO memory.pg_compat.pg_get_partkeydef(t) AS NULL::VARCHAR;
+
+CREATE OR REPLACE MACRO memory.pg_compat.pg_get_ruledef(r) AS NULL::VARCHAR,
+    (r, pretty) AS NULL::VARCHAR;
 
 CREATE OR REPLACE MACRO memory.pg_compat.pg_get_statisticsobjdef_columns(t) AS NULL::VARCHAR;
 

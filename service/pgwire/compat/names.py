@@ -28,6 +28,9 @@ _TYPE_NAMES = {
 }
 
 
+#: bare words PostgreSQL reads as functions of the session, named after themselves
+_SESSION_COLUMNS = {"current_user", "session_user", "user", "current_role"}
+
 #: functions sqlglot reads without noting where their name was written
 _WRITTEN_AS = {
     exp.GroupConcat: "string_agg",
@@ -56,7 +59,9 @@ def pg_column_name(node: exp.Expr, text: str = "") -> str | None:
     """
     while isinstance(node, exp.Paren):
         node = node.this
-    if isinstance(node, (exp.Column, exp.Alias, exp.Star, exp.Dot)):
+    if isinstance(node, (exp.Dot, exp.Column, exp.Subquery)):
+        return _reference_name(node, text)
+    if isinstance(node, (exp.Alias, exp.Star)):
         return None
     if isinstance(node, exp.Cast):
         inner = node.this
@@ -66,8 +71,10 @@ def pg_column_name(node: exp.Expr, text: str = "") -> str | None:
         if named not in (None, "?column?"):
             return named
         return _TYPE_NAMES.get(node.to.this, node.to.sql(dialect="postgres").lower())
-    if isinstance(node, exp.Case):
-        return "case"
+    if isinstance(node, exp.Case):  # PostgreSQL names it after its ELSE, where that has a name
+        default = node.args.get("default")
+        named = _named(default, text) if default is not None else None
+        return named or "case"
     if isinstance(node, (exp.CurrentUser, exp.SessionUser)):
         return "current_user" if isinstance(node, exp.CurrentUser) else "session_user"
     if isinstance(node, exp.Anonymous):
@@ -75,6 +82,37 @@ def pg_column_name(node: exp.Expr, text: str = "") -> str | None:
     if isinstance(node, exp.Func) and not isinstance(node, (exp.Binary, exp.Unary)):
         return _written(node, text) or node.sql_name().lower()
     return "?column?"
+
+
+def _reference_name(node: exp.Dot | exp.Column | exp.Subquery, text: str) -> str | None:
+    """A qualified call's, a session word's or a scalar subquery's name; None for a column."""
+    if isinstance(node, exp.Dot):  # pg_catalog.format_type(...) is format_type
+        call = node.expression
+        return pg_column_name(call, text) if isinstance(call, exp.Func) else None
+    if isinstance(node, exp.Column):  # session_user becomes a literal: DuckDB would say 'alice'
+        word = node.this
+        bare = not node.table and isinstance(word, exp.Identifier) and not word.quoted
+        return node.name.lower() if bare and node.name.lower() in _SESSION_COLUMNS else None
+    if not isinstance(node.this, exp.Select) or not node.this.selects:
+        return "?column?"
+    inner = node.this.selects[0]  # (SELECT x FROM ...) is named after x
+    if isinstance(inner, exp.Alias):
+        return inner.alias if inner.args["alias"].quoted else inner.alias.lower()
+    return (inner.name or None) if isinstance(inner, exp.Column) else _named(inner, text)
+
+
+def _named(node: exp.Expr | None, text: str) -> str | None:
+    """The name an expression gives a column, where it has one of its own (not a type's)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    while isinstance(node, exp.Cast):
+        node = node.this
+    if node is None or isinstance(node, (exp.Literal, exp.Null)):
+        return None
+    if isinstance(node, exp.Column):
+        return node.name
+    name = pg_column_name(node, text)
+    return None if name in ("?column?", "case") else name
 
 
 def _written(node: exp.Func, text: str) -> str | None:
@@ -99,10 +137,25 @@ def name_columns(tree: exp.Expr, text: str = "") -> exp.Expr:
         select = select.this
     if not isinstance(select, exp.Select):
         return tree
-    named = []
+    named: list[exp.Expr] = []
     for item in select.expressions:
+        if isinstance(item, exp.Alias) and not item.args["alias"].quoted:
+            item.set("alias", exp.to_identifier(item.alias.lower()))  # AS TABLE_SCHEM: table_schem
+            named.append(item)
+            continue
+        column = item.this if isinstance(item, exp.Column) and item.table else None
+        folded = isinstance(column, exp.Identifier) and not column.quoted
+        if folded and item.name != item.name.lower():
+            # `result.TABLE_CAT` names the column table_cat (DuckDB would keep the case); not a
+            # bare `NoCol`: DuckDB would read a missing one as the alias, a worse error
+            named.append(exp.alias_(item, item.name.lower(), quoted=True))
+            continue
         name = pg_column_name(item, text)
-        same = name is not None and item.sql(dialect="duckdb").lower() == name  # CURRENT_DATE
+        same = (  # DuckDB reads `CURRENT_DATE AS "current_date"` as a column of itself
+            name is not None
+            and item.sql(dialect="duckdb").lower() == name
+            and not isinstance(item, (exp.CurrentUser, exp.SessionUser, exp.CurrentTimestamp))
+        )
         named.append(exp.alias_(item, name, quoted=True) if name and not same else item)
     select.set("expressions", named)
     return tree

@@ -88,6 +88,29 @@ def views() -> dict[str, exp.Query]:
     return found
 
 
+_DECLARED = re.compile(r'^-- (?P<type>name|"char"|varchar): (?P<columns>[\w ]+)$', re.M)
+_DECLARED_OID = {"name": 19, '"char"': 18, "varchar": 1043}
+
+
+@functools.cache
+def declared_columns() -> dict[str, dict[str, int]]:
+    """Catalog columns of a type DuckDB lacks, by relation: {'pg_class': {'relname': 19}}.
+
+    views.sql states them under a view's header: `-- name: relname`, `-- "char": relkind` or
+    `-- varchar: data_type` (information_schema's character_data and yes_or_no).
+    """
+    text = (HERE / "views.sql").read_text()
+    heads = list(_VIEW_HEADER.finditer(text))
+    found: dict[str, dict[str, int]] = {}
+    for head, following in zip(heads, [*heads[1:], None], strict=True):
+        body = text[head.end() : following.start() if following else len(text)]
+        columns = found.setdefault(head["name"].lower(), {})
+        for line in _DECLARED.finditer(body):
+            oid = _DECLARED_OID[line["type"]]
+            columns.update({column: oid for column in line["columns"].split()})
+    return found
+
+
 def view(schema: str, name: str) -> exp.Query | None:
     """The query standing for `schema.name`, if wanka provides one."""
     key = name.lower() if schema in ("", "pg_catalog") else f"{schema}.{name}".lower()

@@ -185,6 +185,9 @@ def _session_value(node: exp.Func) -> exp.Expr | None:
         return exp.Literal.string(VERSION)
     if isinstance(node, exp.CurrentDatabase):
         return exp.Literal.string("wanka")
+    if isinstance(node, exp.CurrentTimestamp) and not node.this:
+        # DuckDB binds `CURRENT_TIMESTAMP AS "current_timestamp"` to the alias itself
+        return exp.Anonymous(this="get_current_timestamp", expressions=[])
     if isinstance(node, exp.CurrentSchema):
         return _marker(CURRENT_SCHEMA)
     if isinstance(node, exp.CurrentSchemas):

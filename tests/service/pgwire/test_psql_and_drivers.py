@@ -38,6 +38,20 @@ def test_psql_describe_commands(served: Served) -> None:
 
 
 @needs_psql
+def test_psql_describes_what_wanka_shows_as_tables_like_postgresql(served: Served) -> None:
+    """gpu_metrics (a view shown as a table) has no rules psql would ask pg_get_ruledef for, an
+    access method; fixed-width columns are stored plain, text extended; roles inherit."""
+    done = psql(served, r"\d gpu_metrics", r"\d+ gpu_metrics", r"\dt+ gpu_metrics", r"\du")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert 'Table "public.gpu_metrics"' in out
+    assert "public | gpu_metrics | table | wanka | permanent   | heap" in out
+    rows = {line.split("|")[0].strip(): line for line in out.splitlines() if "|" in line}
+    assert "| plain " in rows["ts"] and "| extended " in rows["host"]
+    assert "No inheritance" not in out and "Superuser" in out
+
+
+@needs_psql
 def test_psql_query_errors_and_copy(served: Served) -> None:
     done = psql(served, "select i, t from pg_types_probe order by i limit 2")
     assert done.returncode == 0 and "gpu001" in done.stdout and "(2 rows)" in done.stdout

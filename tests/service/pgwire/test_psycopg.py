@@ -123,6 +123,23 @@ def test_named_cursor_fetches_in_portions(conn: psycopg.Connection) -> None:
     assert len(rest) == 4990 and rest[-1] == (4999,)
 
 
+def test_catalog_names_are_typed_name_in_text_binary_and_named_cursors(
+    conn: psycopg.Connection,
+) -> None:
+    """relname is `name` (19), relkind `"char"` (18), oid `oid` (26) however the rows travel."""
+    sql = "select c.relname, c.relkind, c.oid from pg_catalog.pg_class c where c.relname = 'nodes'"
+    for binary in (False, True):
+        with conn.cursor(binary=binary) as cur:
+            cur.execute(sql)
+            assert [d.type_code for d in cur.description or []] == [19, 18, 26]
+            row = cur.fetchone()
+            assert row is not None and row[:2] == ("nodes", "r") and isinstance(row[2], int)
+    with conn.transaction(), conn.cursor(name="catalog") as named:
+        named.execute(sql)
+        assert named.fetchall()[0][:2] == ("nodes", "r")
+        assert [d.type_code for d in named.description or []] == [19, 18, 26]
+
+
 def test_many_rows_stream_in_batches(conn: psycopg.Connection) -> None:
     total = conn.execute("select count(*), sum(n) from (select range as n from range(200000))")
     assert total.fetchone() == (200000, 199999 * 200000 // 2)
