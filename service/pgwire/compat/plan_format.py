@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from service.pgwire.compat.plan import Node
+from service.pgwire.compat.plan_nodes import Node
 
 
 @dataclass(frozen=True)
