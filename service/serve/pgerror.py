@@ -16,62 +16,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
-from service.serve.pgtypes import literal_type, pg_type, split_types
+from service.serve import pgerror_rules as say
+from service.serve.pgerror_rules import (
+    NO_FUNCTION_HINT,
+    NO_OPERATOR_HINT,
+    NO_UNARY_OPERATOR_HINT,
+    PgError,
+)
 from service.serve.sqlspots import Spots
 from service.serve.sqlstates import sqlstate
-from warehouse.errors import cut_short, one_line
+from warehouse.errors import one_line
 from warehouse.security.policy import Refused
-
-NO_FUNCTION_HINT = (
-    "No function matches the given name and argument types. "
-    "You might need to add explicit type casts."
-)
-NO_OPERATOR_HINT = (
-    "No operator matches the given name and argument types. "
-    "You might need to add explicit type casts."
-)
-NO_UNARY_OPERATOR_HINT = (
-    "No operator matches the given name and argument type. "
-    "You might need to add an explicit type cast."
-)
-
-
-@dataclass(frozen=True)
-class PgError:
-    """What a PostgreSQL client is told; `position` is 1-based, in the client's text."""
-
-    code: str
-    message: str
-    detail: str | None = None
-    hint: str | None = None
-    position: int | None = None
-
-    def fields(self) -> dict[str, str]:
-        """The optional ErrorResponse fields that are known (detail, hint, position)."""
-        found = {"detail": self.detail, "hint": self.hint, "position": self.position}
-        return {key: str(value) for key, value in found.items() if value is not None}
-
-    def as_json(self) -> dict[str, Any]:
-        """`{"error": message, "sqlstate": code, ...}` with the known optional keys."""
-        body: dict[str, Any] = {"error": self.message, "sqlstate": self.code}
-        if self.position is not None:
-            body["position"] = self.position
-        body.update((k, v) for k, v in (("hint", self.hint), ("detail", self.detail)) if v)
-        return body
-
-    def line(self) -> str:
-        """One line for a terminal: the message, where it is, the hint and DuckDB's text.
-
-        >>> PgError("42703", 'column "x" does not exist', "Binder Error: ...", None, 8).line()
-        'column "x" does not exist at character 8 (Binder Error: ...)'
-        """
-        where = f" at character {self.position}" if self.position is not None else ""
-        hint = f" {self.hint}" if self.hint else ""
-        detail = f" ({self.detail})" if self.detail else ""
-        return f"{self.message}{where}{hint}{detail}"
 
 
 def pg_error(error: BaseException, sql: str = "", start: int = 0) -> PgError:
@@ -96,230 +53,12 @@ def pg_error(error: BaseException, sql: str = "", start: int = 0) -> PgError:
     return PgError(sqlstate(error), text)
 
 
-Rule = Callable[[re.Match[str], Spots], PgError | None]
-
-
 def _without_candidates(text: str) -> str:
     """DuckDB's text less its list of every overload (2,000 characters for `+`)."""
     return text.split(" Candidate functions:", 1)[0]
 
 
-# -- names ---------------------------------------------------------------------------------
-
-
-def _column(match: re.Match[str], spots: Spots) -> PgError:
-    name = match["name"]
-    shown = name if spots.quoted(name) else name.lower()
-    return PgError(
-        "42703",
-        f'column "{shown}" does not exist',
-        hint=_column_hint(name, match["candidates"] or "", spots),
-        position=spots.identifier(name),
-    )
-
-
-def _column_hint(name: str, candidates: str, spots: Spots) -> str | None:
-    """PostgreSQL's "Perhaps you meant" for a near miss (at most half the name's letters)."""
-    names = re.findall(r'"([^"]+)"', candidates)
-    scored = [(_distance(name.lower(), c.rsplit(".", 1)[-1].lower()), c) for c in names]
-    close = [(d, c) for d, c in scored if d <= len(name) // 2]
-    if not close:
-        return None
-    best = min(d for d, _ in close)
-    table = spots.from_name()
-    picked = [c if "." in c or table is None else f"{table}.{c}" for d, c in close if d == best]
-    said = " or ".join(f'the column "{c}"' for c in picked[:2])
-    return f"Perhaps you meant to reference {said}."
-
-
-def _distance(a: str, b: str) -> int:
-    """Levenshtein distance.
-
-    >>> _distance("sttae", "state")
-    2
-    """
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        previous, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
-    return row[-1]
-
-
-def _qualified_column(match: re.Match[str], spots: Spots) -> PgError:
-    table, name = match["table"], match["name"]
-    return PgError(
-        "42703",
-        f"column {table}.{name} does not exist",
-        position=spots.qualified(table, name),
-    )
-
-
-def _ambiguous(match: re.Match[str], spots: Spots) -> PgError:
-    name = match["name"]
-    return PgError(
-        "42702", f'column reference "{name}" is ambiguous', position=spots.identifier(name)
-    )
-
-
-def _missing_from(match: re.Match[str], spots: Spots) -> PgError:
-    table = match["table"]
-    return PgError(
-        "42P01",
-        f'missing FROM-clause entry for table "{table}"',
-        position=spots.qualified(table),
-    )
-
-
-def _relation(match: re.Match[str], spots: Spots) -> PgError:
-    name = match["name"].strip('"').rsplit(".", 1)[-1]
-    written = spots.qualified_text(name) or name
-    if spots.first() == "drop":  # PostgreSQL names the kind it was asked to drop, nowhere
-        return PgError("42P01", f'{match["kind"].lower()} "{written}" does not exist')
-    where = None if spots.first() == "alter" else spots.relation(name)
-    return PgError("42P01", f'relation "{written}" does not exist', position=where)
-
-
-def _exists(match: re.Match[str], spots: Spots) -> PgError:
-    name = match["name"]
-    if match["kind"] == "Schema":
-        return PgError("42P06", f'schema "{name}" already exists')
-    if match["kind"] == "Column":
-        table = spots.after("table")
-        return PgError("42701", f'column "{name}" of relation "{table}" already exists')
-    return PgError("42P07", f'relation "{name}" already exists')
-
-
-def _target_column(match: re.Match[str], spots: Spots) -> PgError | None:
-    """An INSERT's or UPDATE's column its table lacks (an UPDATE's error names no table)."""
-    name, table = match["name"], match.groupdict().get("table") or spots.after("update")
-    if table is None:
-        return None
-    return PgError(
-        "42703",
-        f'column "{name}" of relation "{table}" does not exist',
-        position=spots.identifier(name),
-    )
-
-
-def _duplicate_alias(match: re.Match[str], spots: Spots) -> PgError:
-    return PgError("42712", f'table name "{match["name"]}" specified more than once')
-
-
-def _term(match: re.Match[str], spots: Spots) -> PgError | None:
-    clause = match["clause"].split()[0].lower()
-    found = spots.term(clause, int(match["count"]))
-    if found is None:
-        return None
-    said = f"{clause.upper()} BY position {found[0]} is not in select list"
-    return PgError("42P10", said, position=found[1])
-
-
-def _schema(match: re.Match[str], spots: Spots) -> PgError:
-    name = match["name"]
-    return PgError("3F000", f'schema "{name}" does not exist', position=spots.qualified(name))
-
-
-def _group_by(match: re.Match[str], spots: Spots) -> PgError:
-    name = match["name"]
-    table = spots.from_name()
-    shown = f"{table}.{name}" if table else name
-    return PgError(
-        "42803",
-        f'column "{shown}" must appear in the GROUP BY clause or be used in an aggregate function',
-        position=spots.identifier(name),
-    )
-
-
-# -- functions and operators ---------------------------------------------------------------
-
-
-def _is_operator(name: str) -> bool:
-    return not re.search(r"\w", name)
-
-
-def _no_match(match: re.Match[str], spots: Spots) -> PgError:
-    name, args = match["name"], [pg_type(a) for a in split_types(match["args"])]
-    if _is_operator(name):
-        return _no_operator(name, args, spots)
-    return PgError(
-        "42883",
-        f"function {name}({', '.join(args)}) does not exist",
-        hint=NO_FUNCTION_HINT,
-        position=spots.function(name),
-    )
-
-
-def _no_operator(name: str, args: list[str], spots: Spots) -> PgError:
-    if len(args) == 1:
-        return PgError(
-            "42883",
-            f"operator does not exist: {name} {args[0]}",
-            hint=NO_UNARY_OPERATOR_HINT,
-            position=spots.operator(name, unary=True),
-        )
-    return PgError(
-        "42883",
-        f"operator does not exist: {args[0]} {name} {args[-1]}",
-        hint=NO_OPERATOR_HINT,
-        position=spots.operator(name),
-    )
-
-
-def _membership(match: re.Match[str], spots: Spots) -> PgError:
-    left, right = pg_type(match["left"]), pg_type(match["right"])
-    return PgError(
-        "42883",
-        f"operator does not exist: {left} = {right}",
-        hint=NO_OPERATOR_HINT,
-        position=spots.membership(),
-    )
-
-
-def _unknown_function(match: re.Match[str], spots: Spots) -> PgError:
-    name = match["name"]
-    args = spots.call_args(name)
-    types = [literal_type(arg) for arg in args] if args is not None else []
-    if args is not None and all(types):
-        said = f"function {name}({', '.join(t or '' for t in types)}) does not exist"
-    else:  # the argument types are not in the text (a column): no list rather than a wrong one
-        said = f"function {name} does not exist"
-    return PgError("42883", said, hint=NO_FUNCTION_HINT, position=spots.function(name))
-
-
-# -- syntax and values ---------------------------------------------------------------------
-
-
-def _syntax(match: re.Match[str], spots: Spots) -> PgError:
-    near = match["near"]
-    if near == spots.last() and cut_short(spots.statement):  # DuckDB names the last token
-        return _syntax_end(match, spots)
-    return PgError("42601", f'syntax error at or near "{near}"', position=spots.token(near))
-
-
-def _syntax_end(match: re.Match[str], spots: Spots) -> PgError:
-    return PgError("42601", "syntax error at end of input", position=spots.end())
-
-
-def _division(match: re.Match[str], spots: Spots) -> PgError:
-    return PgError("22012", "division by zero")
-
-
-#: DuckDB's cast targets → the type PostgreSQL names in 'invalid input syntax for type ...'
-_INPUT_TYPES = {"timestamp": "timestamp", "time": "time"}
-
-
-def _invalid_input(match: re.Match[str], spots: Spots) -> PgError:
-    value = match["value"]
-    kind = _INPUT_TYPES.get(match["type"].lower()) or pg_type(match["type"])
-    code = "22007" if kind in ("date", "timestamp", "time") else "22P02"
-    return PgError(
-        code, f'invalid input syntax for type {kind}: "{value}"', position=spots.string(value)
-    )
-
-
-def _out_of_range(match: re.Match[str], spots: Spots) -> PgError:
-    return PgError("22003", f"{pg_type(match['type'])} out of range")
+Rule = Callable[[re.Match[str], Spots], PgError | None]
 
 
 _RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
@@ -328,79 +67,82 @@ _RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
         (
             r'^Binder Error: Referenced column "(?P<name>[^"]+)" not found in FROM clause!'
             r"(?: Candidate bindings: (?P<candidates>.*))?",
-            _column,
+            say.column,
         ),
         (
             r'^Binder Error: Table "(?P<table>[^"]+)" does not have a column named '
             r'"(?P<name>[^"]+)"',
-            _qualified_column,
+            say.qualified_column,
         ),
-        (r'^Binder Error: Ambiguous reference to column name "(?P<name>[^"]+)"', _ambiguous),
-        (r'^Binder Error: Referenced table "(?P<table>[^"]+)" not found!', _missing_from),
+        (r'^Binder Error: Ambiguous reference to column name "(?P<name>[^"]+)"', say.ambiguous),
+        (r'^Binder Error: Referenced table "(?P<table>[^"]+)" not found!', say.missing_from),
         (
             r'^Binder Error: column "(?P<name>[^"]+)" must appear in the GROUP BY clause',
-            _group_by,
+            say.group_by,
         ),
         (
             r"^Binder Error: (?:No function matches the given name and argument types "
             r"'|Could not choose a best candidate function for the function call \")"
             r"(?P<name>[^(]+)\((?P<args>.*?)\)['\"]",
-            _no_match,
+            say.no_match,
         ),
         (
             r'^Binder Error: Table "(?P<table>[^"]+)" does not have a column with name '
             r'"(?P<name>[^"]+)"',
-            _target_column,
+            say.target_column,
         ),
         (
             r"^Binder Error: Referenced update column (?P<name>\S+) not found in table!",
-            _target_column,
+            say.target_column,
         ),
         (
             r'^Binder Error: Ambiguous reference to table "(?P<name>[^"]+)" \(duplicate',
-            _duplicate_alias,
+            say.duplicate_alias,
         ),
         (
             r"^Binder Error: (?P<clause>ORDER|GROUP BY) term out of range - should be between "
             r"1 and (?P<count>\d+)",
-            _term,
+            say.term,
         ),
         (
             r"^Binder Error: Cannot compare values of type (?P<left>.+?) and (?P<right>.+?) "
             r"in IN/ANY/ALL clause",
-            _membership,
+            say.membership,
         ),
         (
             r"^Catalog Error: (?P<kind>Table|View) with name (?P<name>\S+) does not exist",
-            _relation,
+            say.relation,
         ),
         (
             r'^Catalog Error: (?P<kind>Table|View|Schema|Column) with name "(?P<name>[^"]+)" '
             r"already exists",
-            _exists,
+            say.exists,
         ),
-        (r"^Catalog Error: Schema with name (?P<name>\S+) does not exist", _schema),
+        (r"^Catalog Error: Schema with name (?P<name>\S+) does not exist", say.schema),
         (
             r"^Catalog Error: Scalar Function with name (?P<name>\w+) does not exist",
-            _unknown_function,
+            say.unknown_function,
         ),
-        (r"^Parser Error: syntax error at end of input", _syntax_end),
-        (r'^Parser Error: syntax error at or near "(?P<near>[^"]*)"', _syntax),
-        (r"^(?:Invalid Input|Out of Range) Error: Division by zero", _division),
+        (r"^Parser Error: syntax error at end of input", say.syntax_end),
+        (r'^Parser Error: syntax error at or near "(?P<near>[^"]*)"', say.syntax),
+        (r"^(?:Invalid Input|Out of Range) Error: Division by zero", say.division),
         (
             r"^Conversion Error: Could not convert string ['\"](?P<value>.*?)['\"] to "
             r"(?P<type>[A-Z0-9_]+)",
-            _invalid_input,
+            say.invalid_input,
         ),
         (
             r"^Conversion Error: invalid (?P<type>date|timestamp|time) field format: "
             r'"(?P<value>.*?)"',
-            _invalid_input,
+            say.invalid_input,
         ),
         (
             r"^Conversion Error: Type \S+ with value \S+ can't be cast because the value is out "
             r"of range for the destination type (?P<type>\w+)",
-            _out_of_range,
+            say.out_of_range,
         ),
     )
 )
+
+
+__all__ = ["NO_FUNCTION_HINT", "NO_OPERATOR_HINT", "NO_UNARY_OPERATOR_HINT", "PgError", "pg_error"]
