@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from service.pgwire import Handle, start
@@ -81,6 +83,29 @@ def real_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[realpg.R
     server = realpg.start(tmp_path_factory.mktemp("realpg"), binaries)
     yield server
     server.stop()
+
+
+@contextmanager
+def side_by_side(
+    served: Served,
+    real_postgres: realpg.RealPostgres,
+    *,
+    pg_setup: Sequence[str] = (),
+    wanka_setup: Sequence[str] = (),
+) -> Iterator[tuple[psycopg.Connection, psycopg.Connection]]:
+    """A real PostgreSQL 15 and the endpoint (as a reader), each given its set-up SQL first
+    (wanka's run as admin), for tests that ask both the same thing."""
+    if wanka_setup:
+        with psycopg.connect(served.dsn("admin"), autocommit=True) as admin:
+            for sql in wanka_setup:
+                admin.execute(sql)
+    with (
+        psycopg.connect(real_postgres.dsn(), autocommit=True) as pg,
+        psycopg.connect(served.dsn("reader"), autocommit=True) as wanka,
+    ):
+        for sql in pg_setup:
+            pg.execute(sql)
+        yield pg, wanka
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from service.pgwire.compat.objects import views
-from tests.service.pgwire.conftest import Served
+from tests.service.pgwire.conftest import Served, side_by_side
 from tests.service.pgwire.corpus import Case, cases
 from tests.service.pgwire.realpg import RealPostgres
 
@@ -71,12 +71,8 @@ KNOWN: dict[tuple[str, int | None], str] = {
 
 @pytest.fixture(scope="module")
 def both(served: Served, real_postgres: RealPostgres) -> Iterator[tuple[psycopg.Connection, ...]]:
-    with (
-        psycopg.connect(real_postgres.dsn(), autocommit=True) as pg,
-        psycopg.connect(served.dsn("reader"), autocommit=True) as wanka,
-    ):
-        pg.execute(TABLES)
-        yield pg, wanka
+    with side_by_side(served, real_postgres, pg_setup=[TABLES]) as pair:
+        yield pair
 
 
 def _sql(conn: psycopg.Connection, case: Case) -> str:

@@ -18,7 +18,7 @@ import pytest
 
 from service.pgwire import codec
 from service.pgwire.compat import plan, plan_format
-from tests.service.pgwire.conftest import Served
+from tests.service.pgwire.conftest import Served, side_by_side
 from tests.service.pgwire.realpg import RealPostgres
 from tests.service.pgwire.test_protocol import SYNC, Client, describe, kinds, parse
 
@@ -233,17 +233,14 @@ PG_PROBE = "create temp table pg_types_probe (i int4, f float8, t text)"
 
 @pytest.fixture(scope="module")
 def both(served: Served, real_postgres: RealPostgres) -> Iterator[tuple[psycopg.Connection, ...]]:
-    with (
-        psycopg.connect(real_postgres.dsn(), autocommit=True) as pg,
-        psycopg.connect(served.dsn("reader"), autocommit=True) as wanka,
-    ):
-        pg.execute(PG_PROBE)
-        pg.execute(
-            "insert into pg_types_probe values (1, 1.5, 'a'), (2, -0.1, 'b'), (null, null, null)"
-        )
-        pg.execute("analyze pg_types_probe")
-        pg.execute("set enable_mergejoin = off; set enable_nestloop = off; set enable_sort = off")
-        yield pg, wanka
+    setup = [
+        PG_PROBE,
+        "insert into pg_types_probe values (1, 1.5, 'a'), (2, -0.1, 'b'), (null, null, null)",
+        "analyze pg_types_probe",
+        "set enable_mergejoin = off; set enable_nestloop = off; set enable_sort = off",
+    ]
+    with side_by_side(served, real_postgres, pg_setup=setup) as pair:
+        yield pair
 
 
 @pytest.mark.parametrize("prefix", ["EXPLAIN ", "EXPLAIN (COSTS OFF) ", "EXPLAIN ANALYZE "])

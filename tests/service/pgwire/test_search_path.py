@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from tests.service.pgwire.conftest import Served
+from tests.service.pgwire.conftest import Served, side_by_side
 from tests.service.pgwire.realpg import RealPostgres
 
 #: statements run in order on both servers; each one's answer must be the same
@@ -49,15 +49,13 @@ def _answers(conn: psycopg.Connection) -> list[object]:
 
 @pytest.fixture(scope="module")
 def both(served: Served, real_postgres: RealPostgres) -> Iterator[tuple[psycopg.Connection, ...]]:
-    with psycopg.connect(served.dsn("admin"), autocommit=True) as admin:
-        admin.execute("create table if not exists wanka.sp_probe as select 1 as x, 'a' as s")
-    with (
-        psycopg.connect(real_postgres.dsn(), autocommit=True) as pg,
-        psycopg.connect(served.dsn("reader"), autocommit=True) as wanka,
-    ):
-        pg.execute("create schema if not exists wanka")
-        pg.execute("create table if not exists wanka.sp_probe as select 1 as x, 'a'::text as s")
-        yield pg, wanka
+    pg_setup = [
+        "create schema if not exists wanka",
+        "create table if not exists wanka.sp_probe as select 1 as x, 'a'::text as s",
+    ]
+    wanka_setup = ["create table if not exists wanka.sp_probe as select 1 as x, 'a' as s"]
+    with side_by_side(served, real_postgres, pg_setup=pg_setup, wanka_setup=wanka_setup) as pair:
+        yield pair
 
 
 def test_search_path_answers_as_postgresql_does(both: tuple[psycopg.Connection, ...]) -> None:

@@ -12,7 +12,7 @@ from decimal import Decimal
 import psycopg
 import pytest
 
-from tests.service.pgwire.conftest import Served
+from tests.service.pgwire.conftest import Served, side_by_side
 from tests.service.pgwire.realpg import RealPostgres
 
 QUERIES = {
@@ -58,15 +58,9 @@ KNOWN = {
 
 @pytest.fixture(scope="module")
 def both(served: Served, real_postgres: RealPostgres) -> Iterator[tuple[psycopg.Connection, ...]]:
-    with psycopg.connect(served.dsn("admin"), autocommit=True) as admin:
-        admin.execute(TYPED)
-    with (
-        psycopg.connect(real_postgres.dsn(), autocommit=True) as pg,
-        psycopg.connect(served.dsn("reader"), autocommit=True) as wanka,
-    ):
-        pg.execute("set timezone = 'UTC'")
-        pg.execute(TYPED)
-        yield pg, wanka
+    pg_setup = ["set timezone = 'UTC'", TYPED]
+    with side_by_side(served, real_postgres, pg_setup=pg_setup, wanka_setup=[TYPED]) as pair:
+        yield pair
 
 
 def _wire(conn: psycopg.Connection, sql: str, binary: bool) -> list[tuple[int, list[bytes | None]]]:
