@@ -50,8 +50,8 @@ class Catalogued:
             statement = classify(statement.text, paths.resolver(path, known))
         if statement.tree is not None and statement.typed:
             tree = result_types.retyped(statement.tree, self._column_types(cur))
-            if tree is not None:
-                statement = replace(statement, tree=tree)
+            # typed once: a prepared statement's Binds run what its Parse made
+            statement = replace(statement, tree=tree or statement.tree, typed=False)
         return statement
 
     def forget(self) -> None:

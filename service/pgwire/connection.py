@@ -168,7 +168,6 @@ class Connection:
             raw.append(None if size < 0 else payload.take(size))
         result_formats = payload.int16s()
         prepared = self._prepared(name)
-        self.source = (prepared.statement.text, 0)
         types = prepared.param_types()
         if len(formats) == 1:
             formats = formats * len(raw)
@@ -187,7 +186,6 @@ class Connection:
         what, name = payload.byte(), payload.cstring()
         if what == b"S":
             prepared = self._prepared(name)
-            self.source = (prepared.statement.text, 0)
             self.writer.write(codec.parameter_description(prepared.param_types()))
             schema = await self.call(cursors.describe_statement, self, prepared)
             if schema is None:
@@ -198,7 +196,6 @@ class Connection:
                 self.writer.write(probe.description())
             return
         portal = self._portal(name)
-        self.source = (portal.statement.text, 0)
         await self.start(portal)
         if _has_rows(portal):
             self.writer.write(portal.description())
@@ -208,7 +205,6 @@ class Connection:
     async def execute(self, payload: codec.Payload) -> None:
         name, max_rows = payload.cstring(), payload.int32()
         portal = self._portal(name)
-        self.source = (portal.statement.text, 0)
         if portal.statement.kind == "noop" and not portal.statement.text:
             self.writer.write(codec.EMPTY_QUERY)
             return
@@ -245,7 +241,7 @@ class Connection:
             self.context.update(paths.DEFAULT_CONTEXT)
         if statement.kind == "ddl":
             self.catalogued.forget()
-        elif self.catalogued.needed(statement, path):
+        if self.catalogued.needed(statement, path):
             statement = await self.call(self.catalogued.prepare, self, statement, path)
         sql = (
             statement.render(values, self.context) if statement.tree is not None else statement.text
@@ -285,13 +281,17 @@ class Connection:
             self.streaming = None
 
     def _prepared(self, name: str) -> Prepared:
+        """The prepared statement a message names; its text is where an error points."""
         if name not in self.prepared:
             raise SqlError("26000", f'prepared statement "{name}" does not exist')
+        self.source = (self.prepared[name].statement.text, 0)
         return self.prepared[name]
 
     def _portal(self, name: str) -> Portal:
+        """The portal a message names; its statement's text is where an error points."""
         if name not in self.portals:
             raise SqlError("34000", f'portal "{name}" does not exist')
+        self.source = (self.portals[name].statement.text, 0)
         return self.portals[name]
 
     def drop_portal(self, name: str) -> None:

@@ -71,7 +71,7 @@ class Statement:
     count: int = 0  # FETCH/MOVE: rows (0 = all)
     binary: bool = False  # DECLARE ... BINARY CURSOR
     uses_session: bool = False  # holds current_user / pg_backend_pid markers
-    typed: bool = False  # holds arithmetic whose type depends on the catalog (compat.result_types)
+    typed: bool = False  # holds arithmetic still to be typed from the catalog (compat.result_types)
     explain: Explain | None = None  # EXPLAIN: its options; the rest is what it explains
     declared: tuple[int, ...] = ()  # per result column: a type OID DuckDB lacks (name), or 0
 
