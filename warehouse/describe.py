@@ -30,7 +30,7 @@ def list_tables(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         "WHERE v.database_name = current_database() AND v.schema_name IN ('main', 'wanka') "
         "AND NOT v.internal ORDER BY 1, 2"
     ).fetchall()
-    columns = _columns(cur)
+    by_table = columns(cur)
     found = []
     for schema, table, estimated, kind in rows:
         if (schema, table) in HIDDEN:
@@ -41,7 +41,7 @@ def list_tables(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
                 "name": name,
                 "kind": "dynamic table" if schema == "main" and table in dynamic else kind,
                 "estimated_rows": estimated,
-                "columns": columns.get((schema, table), []),
+                "columns": by_table.get((schema, table), []),
             }
         )
     return found
@@ -61,7 +61,8 @@ def describe_table(cur: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any]:
     return {**found, "rows": int(count)}
 
 
-def _columns(cur: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def columns(cur: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Each table's and view's columns in order (name, DuckDB type, nullable) by (schema, table)."""
     rows = cur.execute(
         "SELECT schema_name, table_name, column_name, data_type, is_nullable "
         "FROM duckdb_columns() WHERE database_name = current_database() "

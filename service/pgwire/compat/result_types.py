@@ -22,6 +22,8 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema, Schema
 
+from warehouse import describe
+
 _SMALL_INTEGERS = {exp.DType.TINYINT, exp.DType.SMALLINT, exp.DType.INT}
 _INTEGERS = _SMALL_INTEGERS | {exp.DType.BIGINT}
 _NUMERIC = exp.DataType.build("DECIMAL(38, 16)")
@@ -41,13 +43,9 @@ def wanted(tree: exp.Expr) -> bool:
 
 def columns(cur: Any) -> Schema:
     """The warehouse's column types by schema and table, for `retyped`."""
-    rows = cur.execute(
-        "SELECT schema_name, table_name, column_name, data_type FROM duckdb_columns() "
-        "WHERE database_name = current_database() AND NOT internal"
-    ).fetchall()
     found: dict[str, dict[str, dict[str, str]]] = {}
-    for schema, table, column, kind in rows:
-        found.setdefault(schema, {}).setdefault(table, {})[column] = kind
+    for (schema, table), listed in describe.columns(cur).items():
+        found.setdefault(schema, {})[table] = {c["name"]: c["type"] for c in listed}
     return MappingSchema(cast(dict[str, object], found), dialect="duckdb")
 
 
