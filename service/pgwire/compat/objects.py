@@ -11,7 +11,6 @@ import sqlglot
 from sqlglot import exp
 
 from service.pgwire.settings import DEFAULTS
-from warehouse.security.policy import SECRET_TABLES
 
 COMPAT_SCHEMA = "pg_compat"
 HERE = Path(__file__).parent
@@ -24,10 +23,6 @@ def install(cur: Any) -> None:
     cur.execute(f"CREATE SCHEMA IF NOT EXISTS memory.{COMPAT_SCHEMA}")
     for statement in cur.extract_statements((HERE / "macros.sql").read_text()):
         cur.execute(statement.query)
-    secret = " OR ".join(f"(s = '{s}' AND t = '{t}')" for s, t in sorted(SECRET_TABLES))
-    cur.execute(  # what no SQL may read, no catalog shows (warehouse.security.policy)
-        f"CREATE OR REPLACE MACRO memory.{COMPAT_SCHEMA}.secret(s, t) AS coalesce({secret}, false)"
-    )
     settings = f"(SELECT setting FROM (VALUES {_settings_values()}) AS s(name, setting)"
     cur.execute(
         f"CREATE OR REPLACE MACRO memory.{COMPAT_SCHEMA}.current_setting(wanted) AS "

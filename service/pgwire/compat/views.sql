@@ -1,7 +1,9 @@
 -- PostgreSQL catalog relations as DuckDB queries over the warehouse's own catalog functions.
 -- The rewriter inlines each one as a subquery where a client names pg_catalog.<name> (or
 -- information_schema.<name>), so the warehouse file holds none of them and the role policy
--- sees only duckdb_*() catalog functions. The `main` schema is shown as `public`.
+-- sees only duckdb_*() catalog functions. The `main` schema is shown as `public`. A session's
+-- duckdb_tables/columns/constraints/indexes() leave out wanka.users and wanka.tokens
+-- (warehouse/security/hidden.py), so no view lists them.
 -- Format: `-- view: [schema.]name` then one SELECT. `-- name: col ...`, `-- "char": col ...` and
 -- `-- varchar: col ...` lines after the header say which columns PostgreSQL types name, "char"
 -- and varchar: DuckDB has VARCHAR (text on the wire) for all of them, so the wire labels them
@@ -30,7 +32,6 @@ SELECT table_oid::UINTEGER AS oid, table_name AS relname, schema_oid::UINTEGER A
        false AS relispartition, 0::UINTEGER AS relrewrite, 0 AS relfrozenxid, 0 AS relminmxid,
        NULL::VARCHAR[] AS relacl, NULL::VARCHAR[] AS reloptions, NULL AS relpartbound
 FROM duckdb_tables() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name)
 UNION ALL
 -- gpu_metrics is a view over the series and samples (sql/schema/0012): a table to clients
 SELECT view_oid::UINTEGER, view_name, schema_oid::UINTEGER, 0::UINTEGER, 0::UINTEGER,
@@ -58,7 +59,6 @@ SELECT (table_oid * 1000 + constraint_index)::UINTEGER, table_name || '_' || CAS
        len(constraint_column_names)::SMALLINT, 0::SMALLINT, false, false, false, false, false,
        true, 'd', false, 0::UINTEGER, 0, 0, NULL, NULL, NULL
 FROM duckdb_constraints() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name)
     AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')
 UNION ALL
 SELECT index_oid::UINTEGER, index_name, schema_oid::UINTEGER, 0::UINTEGER, 0::UINTEGER,
@@ -66,7 +66,6 @@ SELECT index_oid::UINTEGER, index_name, schema_oid::UINTEGER, 0::UINTEGER, 0::UI
        'p', 'i', 1::SMALLINT, 0::SMALLINT, false, false, false, false, false, true, 'd', false,
        0::UINTEGER, 0, 0, NULL, NULL, NULL
 FROM duckdb_indexes() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name)
 UNION ALL
 SELECT sequence_oid::UINTEGER, sequence_name, schema_oid::UINTEGER, 0::UINTEGER, 0::UINTEGER,
        10::UINTEGER, 0::UINTEGER, 0::UINTEGER, 0::UINTEGER, 0, 0, 0, 0::UINTEGER, false, false,
@@ -89,15 +88,14 @@ SELECT table_oid::UINTEGER AS attrelid, column_name AS attname,
        true AS attislocal, 0 AS attinhcount, 0::UINTEGER AS attcollation,
        NULL::VARCHAR[] AS attacl, NULL::VARCHAR[] AS attoptions, NULL::VARCHAR[] AS attfdwoptions,
        NULL AS attmissingval
-FROM duckdb_columns() WHERE (database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name))
+FROM duckdb_columns() WHERE database_name = 'warehouse'
     OR (database_name = 'memory' AND schema_name LIKE 'pg\_compat\_%' ESCAPE '\')
 
 -- view: pg_attrdef
 SELECT (table_oid * 10000 + column_index)::UINTEGER AS oid, table_oid::UINTEGER AS adrelid,
        column_index::SMALLINT AS adnum, column_default AS adbin
 FROM duckdb_columns() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name) AND column_default IS NOT NULL
+    AND column_default IS NOT NULL
 
 -- view: pg_index
 SELECT (table_oid * 1000 + constraint_index)::UINTEGER AS indexrelid, table_oid::UINTEGER AS indrelid,
@@ -111,7 +109,6 @@ SELECT (table_oid * 1000 + constraint_index)::UINTEGER AS indexrelid, table_oid:
        [] ::BIGINT[] AS indcollation, []::BIGINT[] AS indclass, []::SMALLINT[] AS indoption,
        NULL AS indexprs, NULL AS indpred
 FROM duckdb_constraints() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name)
     AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')
 
 -- view: pg_constraint
@@ -140,7 +137,6 @@ SELECT (table_oid * 1000 + constraint_index)::UINTEGER AS oid,
        NULL::UINTEGER[] AS conppeqop, NULL::UINTEGER[] AS conffeqop,
        NULL::UINTEGER[] AS conexclop, expression AS conbin
 FROM duckdb_constraints() c WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name)
     AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK')
 
 -- view: pg_type
@@ -217,10 +213,10 @@ WHERE false
 SELECT table_oid::UINTEGER AS objoid, 1259::UINTEGER AS classoid, 0 AS objsubid,
        comment AS description
 FROM duckdb_tables() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name) AND comment IS NOT NULL
+    AND comment IS NOT NULL
 UNION ALL
 SELECT table_oid::UINTEGER, 1259::UINTEGER, column_index, comment FROM duckdb_columns()
-WHERE database_name = 'warehouse' AND NOT memory.pg_compat.secret(schema_name, table_name)
+WHERE database_name = 'warehouse'
     AND comment IS NOT NULL
 
 -- view: pg_shdescription
@@ -236,7 +232,6 @@ SELECT table_oid::UINTEGER AS relid, memory.pg_compat.schema_name(schema_name) A
        NULL::TIMESTAMPTZ AS last_vacuum, NULL::TIMESTAMPTZ AS last_autovacuum,
        NULL::TIMESTAMPTZ AS last_analyze, NULL::TIMESTAMPTZ AS last_autoanalyze
 FROM duckdb_tables() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name)
 
 -- view: pg_stat_activity
 -- name: datname usename
@@ -252,7 +247,6 @@ SELECT memory.pg_compat.schema_name(schema_name) AS schemaname, table_name AS ta
        has_primary_key OR index_count > 0 AS hasindexes, false AS hasrules,
        false AS hastriggers, false AS rowsecurity
 FROM duckdb_tables() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name)
 
 -- view: pg_views
 -- name: schemaname viewname viewowner
@@ -271,7 +265,6 @@ SELECT ''::VARCHAR AS schemaname, ''::VARCHAR AS matviewname, ''::VARCHAR AS mat
 SELECT memory.pg_compat.schema_name(schema_name) AS schemaname, table_name AS tablename,
        index_name AS indexname, NULL::VARCHAR AS tablespace, sql AS indexdef
 FROM duckdb_indexes() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name)
 
 -- view: pg_settings
 SELECT name, setting, NULL::VARCHAR AS unit, 'Client Connection Defaults' AS category,
@@ -455,7 +448,6 @@ SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS ta
        NULL::VARCHAR AS user_defined_type_schema, NULL::VARCHAR AS user_defined_type_name,
        'YES' AS is_insertable_into, 'NO' AS is_typed, NULL::VARCHAR AS commit_action
 FROM duckdb_tables() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name)
 UNION ALL
 SELECT 'wanka', memory.pg_compat.schema_name(schema_name), view_name,
        CASE WHEN schema_name = 'main' AND view_name = 'gpu_metrics' THEN 'BASE TABLE' ELSE 'VIEW' END,
@@ -511,7 +503,6 @@ SELECT 'wanka' AS table_catalog, memory.pg_compat.schema_name(schema_name) AS ta
        'NO' AS is_identity, NULL::VARCHAR AS identity_generation,
        'NEVER' AS is_generated, NULL::VARCHAR AS generation_expression, 'YES' AS is_updatable
 FROM duckdb_columns() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name)
 UNION ALL
 SELECT 'wanka', memory.pg_compat.listed_namespace(schema_name), table_name, column_name,
        column_index, column_default, CASE WHEN is_nullable THEN 'YES' ELSE 'NO' END,
@@ -536,7 +527,6 @@ SELECT 'wanka' AS constraint_catalog,
        table_name, constraint_type, 'NO' AS is_deferrable, 'NO' AS initially_deferred,
        'YES' AS enforced, NULL::VARCHAR AS nulls_distinct
 FROM duckdb_constraints() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name)
     AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK')
 
 -- view: information_schema.key_column_usage
@@ -551,7 +541,6 @@ SELECT 'wanka' AS constraint_catalog,
        unnest(generate_series(1, len(constraint_column_names)))::INTEGER AS ordinal_position,
        NULL::INTEGER AS position_in_unique_constraint
 FROM duckdb_constraints() WHERE database_name = 'warehouse'
-    AND NOT memory.pg_compat.secret(schema_name, table_name)
     AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
 
 -- view: information_schema.routines
