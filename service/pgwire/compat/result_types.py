@@ -38,7 +38,7 @@ def wanted(tree: exp.Expr) -> bool:
     select = _select(tree)
     if select is None:
         return False
-    return tree.find(exp.Div, exp.Sum, exp.Avg) is not None
+    return tree.find(exp.Div, exp.Sum, exp.Avg, exp.Round) is not None
 
 
 def columns(cur: Any) -> Schema:
@@ -58,7 +58,7 @@ def retyped(tree: exp.Expr, known: Schema) -> exp.Expr | None:
     if select is None:
         return None
     outer = [t for t in (_target(item) for item in select.expressions) if t is not None]
-    marked = list(dict.fromkeys([*tree.find_all(exp.Div, exp.Sum), *outer]))  # each once
+    marked = list(dict.fromkeys([*tree.find_all(exp.Div, exp.Sum), *outer]))  # each node once
     for i, node in enumerate(marked):
         node.meta[_KEY] = i
     try:
@@ -68,11 +68,8 @@ def retyped(tree: exp.Expr, known: Schema) -> exp.Expr | None:
             args = types.get(i, [])
             if isinstance(node, exp.Div) and len(args) == 2 and all(_integer(t) for t in args):
                 changes[i] = None  # integer division
-            elif isinstance(node, exp.Sum) and args and _integer(args[0]):
-                if args[0] is not None and args[0].this in _SMALL_INTEGERS:
-                    changes[i] = _BIGINT  # wherever it is: DuckDB's is 128 bits wide
-            elif any(node is t for t in outer):
-                cast = _pg_type(node, args)
+            elif isinstance(node, exp.Sum) or any(node is t for t in outer):
+                cast = _pg_type(node, args)  # a sum wherever it is: DuckDB's is 128 bits wide
                 if cast is not None:
                     changes[i] = cast
         return _changed(tree, changes) if changes else None
@@ -108,11 +105,11 @@ def _select(tree: exp.Expr) -> exp.Select | None:
 
 
 def _target(item: exp.Expr) -> exp.Expr | None:
-    """The sum/avg/division an output column is (under its alias or parentheses)."""
+    """The avg/division/round an output column is (under its alias or parentheses)."""
     node = item.this if isinstance(item, exp.Alias) else item
     while isinstance(node, exp.Paren):
         node = node.this
-    return node if isinstance(node, (exp.Sum, exp.Avg, exp.Div, exp.Round)) else None
+    return node if isinstance(node, (exp.Avg, exp.Div, exp.Round)) else None
 
 
 def _argument_types(tree: exp.Expr, known: Schema) -> dict[int, list[exp.DataType | None]]:
