@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from warehouse.dynamic import catalog
 from warehouse.dynamic.shipped import install_shipped, shipped_folder
-from warehouse.engine import Engine
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 from warehouse.simulate import SimConfig, simulate_cluster
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)

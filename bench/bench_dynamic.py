@@ -47,7 +47,7 @@ from dynamic_common import run, timed  # bench/ is the script's folder on sys.pa
 from dynamic_jobs import job_rows
 from refresh_profile import profile
 
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, simulate_cluster
 from warehouse.simulate.config import DEFAULT_START
 

@@ -7,7 +7,7 @@ Each run: `--gpus` GPUs for `--hours` of 60 s scrapes, no background fatal XIDs 
 background the faults are injected on; the background's corrected ECC errors stay), nccl-tests
 probe sweeps every 15 minutes; loaded as an ingest would (one transaction per telemetry batch,
 gpu_events noted in it), the gpu_windows dynamic table refreshed, then every rule's findings
-scored against the truth (warehouse/health_eval.py): per fault kind precision, recall within 5
+scored against the truth (warehouse/health/evaluate.py): per fault kind precision, recall within 5
 windows and the delay, the confusion table, and on the run without faults the share of GPUs
 flagged. Also the time to load, refresh, find and report.
 """
@@ -22,17 +22,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from warehouse import health, health_eval
-from warehouse.engine import Engine
+from warehouse.health import evaluate
+from warehouse.health import findings as health
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, simulate_cluster
 
 
-def run(cfg: SimConfig, folder: Path) -> health_eval.Score:
+def run(cfg: SimConfig, folder: Path) -> evaluate.Score:
     started = time.perf_counter()
     cluster = simulate_cluster(cfg)
     built = time.perf_counter()
     with Engine(str(folder / f"faults-{cfg.faults}.duckdb")) as engine:
-        samples = health_eval.load(engine, cluster)
+        samples = evaluate.load(engine, cluster)
         loaded = time.perf_counter()
         cur = engine.cursor()
         findings = health.findings(cur)
@@ -41,14 +42,14 @@ def run(cfg: SimConfig, folder: Path) -> health_eval.Score:
         reported = time.perf_counter()
         windows = cur.execute("SELECT count(*) FROM gpu_windows").fetchone()
         cur.close()
-    scored = health_eval.score(findings, health_eval.truth(cluster), cluster.telemetry.columns)
+    scored = evaluate.score(findings, evaluate.truth(cluster), cluster.telemetry.columns)
     print(f"\n### {cfg.gpus:,} GPUs x {cfg.hours:g} h, {cfg.faults} faults of each kind\n")
     print(f"{samples:,} samples, {windows[0] if windows else 0:,} gpu_windows rows, "
           f"{len(findings):,} findings; simulate {built - started:.1f} s, load + refresh "
           f"{loaded - built:.1f} s, findings {found - loaded:.2f} s, report "
           f"{reported - found:.2f} s ({report['counts']['gpus']})")  # fmt: skip
     print("\n```")
-    print(health_eval.render(scored))
+    print(evaluate.render(scored))
     print("```")
     return scored
 

@@ -37,11 +37,11 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from warehouse import retention, telemetry_tiers
 from warehouse.dynamic.refresh import refresh
 from warehouse.dynamic.shipped import install_shipped, shipped_folder
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, simulate_cluster
+from warehouse.tsdb import retention, tiers
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 RANGES = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}
@@ -147,7 +147,7 @@ def build(engine: Engine, args: argparse.Namespace) -> tuple[int, float, float, 
 
     def upkeep(now: datetime) -> float:
         began = time.perf_counter()
-        telemetry_tiers.fold(cur)
+        tiers.fold(cur)
         for name in names:
             refresh(cur, name, data_timestamp=now)
         retention.apply(cur, now)
@@ -208,7 +208,7 @@ def tiers_hold(engine: Engine, held: datetime) -> list[str]:
         else f"t.{v} IS DISTINCT FROM q.{v}"
         for v in VALUES
     )
-    for name, query in telemetry_tiers.RECOMPUTE.items():
+    for name, query in tiers.RECOMPUTE.items():
         width = "1 minute" if name.endswith("1m") else "1 hour"
         cutoff = f"time_bucket(INTERVAL '{width}', $held::TIMESTAMPTZ) + INTERVAL '{width}'"
         day = f"bucket >= {cutoff} AND bucket < {cutoff} + INTERVAL '1 day'"

@@ -41,12 +41,12 @@ import pyarrow.csv as pacsv  # noqa: E402
 pa.set_cpu_count(1)
 pa.set_io_thread_count(1)
 
-from warehouse.arrow_tables import insert_arrow  # noqa: E402
-from warehouse.engine import Engine  # noqa: E402
 from warehouse.ingest import ReadOptions, ingest  # noqa: E402
 from warehouse.ingest.base import Source  # noqa: E402
 from warehouse.ingest.batch import read_context  # noqa: E402
 from warehouse.ingest.dcgm import read  # noqa: E402
+from warehouse.kernel.arrow_tables import insert_arrow  # noqa: E402
+from warehouse.kernel.engine import Engine  # noqa: E402
 from warehouse.simulate import SimConfig, simulate_cluster  # noqa: E402
 from warehouse.simulate.formats import csv_ready  # noqa: E402
 from warehouse.simulate.prom import PromWriter  # noqa: E402
@@ -156,7 +156,7 @@ def median_of(run: Callable[[], tuple[float, int]]) -> tuple[float, int]:
 _CHILD = """
 import sys
 from pathlib import Path
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 from warehouse.ingest import ingest
 from warehouse.ingest.base import ReadOptions, Source
 from warehouse.ingest.batch import read_context

@@ -28,10 +28,10 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from warehouse.engine import Engine
 from warehouse.ingest import sacct  # noqa: F401  (registers the reader)
 from warehouse.ingest.base import FORMATS, ReadOptions, Source
 from warehouse.ingest.batch import ingest_source, read_context
+from warehouse.kernel.engine import Engine
 
 TARGET_JOBS_PER_S = 200_000
 FIELDS = (

@@ -39,10 +39,10 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from warehouse import attribution, jobstats
 from warehouse.analyses import run_analysis_table
-from warehouse.engine import Engine
-from warehouse.query import execute
+from warehouse.jobs import attribution, stats
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 from warehouse.simulate import SimConfig, simulate_cluster
 from warehouse.simulate.truth import JobUsage, truth_job_ids
 
@@ -169,7 +169,7 @@ def timings(engine: Engine, repeats: int = 5) -> list[str]:
     spent = []
     for job_id in ids:
         began = time.perf_counter()
-        jobstats.render(jobstats.stats(cur, job_id))
+        stats.render(stats.stats(cur, job_id))
         spent.append(time.perf_counter() - began)
     median = statistics.median(spent)
     lines.append(

@@ -59,8 +59,8 @@ from serving import free_port, start_server, wanka  # noqa: E402
 
 from warehouse.demo import DEMO_START, build_demo  # noqa: E402
 from warehouse.dynamic.catalog import names  # noqa: E402
-from warehouse.engine import Engine  # noqa: E402
-from warehouse.query import execute  # noqa: E402
+from warehouse.kernel.engine import Engine  # noqa: E402
+from warehouse.query.executor import execute  # noqa: E402
 from warehouse.simulate import SimConfig, simulate_cluster, write_formats  # noqa: E402
 
 

@@ -40,9 +40,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.serving import free_port, start_server, wait_ready, wanka
-from warehouse.engine import Engine
 from warehouse.ingest.batch import read_context
 from warehouse.ingest.models import ModelNames
+from warehouse.kernel.engine import Engine
 from warehouse.remote_write.decode import decode
 from warehouse.remote_write.messages import WriteRequest
 from warehouse.remote_write.rows import Limits, SeriesCache

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import bench_dynamic as dyn  # bench/ is the script's folder on sys.path
 
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 
 
 def compare(sizes: list[float], gpus: int, repeats: int, threads: int, folder: Path) -> None:

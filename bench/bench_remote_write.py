@@ -41,10 +41,10 @@ pa.set_cpu_count(1)
 pa.set_io_thread_count(1)
 
 from service.serve.remote_write import MAX_GROUP_SAMPLES  # noqa: E402
-from warehouse.engine import Engine  # noqa: E402
 from warehouse.ingest import ingest_stream  # noqa: E402
 from warehouse.ingest.batch import read_context  # noqa: E402
 from warehouse.ingest.models import ModelNames  # noqa: E402
+from warehouse.kernel.engine import Engine  # noqa: E402
 from warehouse.remote_write.decode import decode, merge  # noqa: E402
 from warehouse.remote_write.messages import WriteRequest  # noqa: E402
 from warehouse.remote_write.rows import Limits, SeriesCache  # noqa: E402

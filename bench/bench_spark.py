@@ -32,14 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from warehouse.dynamic.shipped import install_shipped
-from warehouse.engine import Engine
 from warehouse.engines.base import LakeEngine
 from warehouse.engines.duck import DuckLakeEngine
 from warehouse.engines.refresh import refresh_lake
 from warehouse.engines.spark import SparkEngine, spark_session
+from warehouse.kernel.engine import Engine
 from warehouse.lake.export import export_lake
 from warehouse.lake.layout import read_definitions
-from warehouse.query import execute
+from warehouse.query.executor import execute
 
 HOSTS, GPUS, FIELDS = 1250, 8, 5
 METRICS = (

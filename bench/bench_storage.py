@@ -45,8 +45,8 @@ from storage_others import store_parquet, store_prometheus  # bench/ is the scri
 from storage_samples import Size, Stored, batches, cluster_for, parse_sizes
 
 from warehouse.dynamic.shipped import install_shipped, shipped_folder
-from warehouse.engine import Engine
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 from warehouse.simulate.cluster import SimulatedCluster
 
 V11_TABLE = """CREATE TABLE gpu_metrics (

@@ -9,7 +9,7 @@ from typing import Protocol
 
 import duckdb
 
-from warehouse.query import execute
+from warehouse.query.executor import execute
 
 
 class Appends(Protocol):

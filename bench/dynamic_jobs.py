@@ -11,8 +11,8 @@ from pathlib import Path
 import duckdb
 from dynamic_common import Appends, run, timed  # bench/ is the script's folder on sys.path
 
-from warehouse import attribution
-from warehouse.engine import Engine
+from warehouse.jobs import attribution
+from warehouse.kernel.engine import Engine
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The shipped per-job tables, in the order they refresh (the second reads the first).

@@ -8,7 +8,7 @@ import time
 import duckdb
 from dynamic_common import Appends  # bench/ is the script's folder on sys.path
 
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 
 
 def profile(

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from warehouse import telemetry, telemetry_tiers
 from warehouse.dynamic.shipped import install_shipped
-from warehouse.engine import Engine
 from warehouse.ingest import ReadOptions, ingest
+from warehouse.kernel.engine import Engine
+from warehouse.kernel.tables import DEMO
 from warehouse.simulate import SimConfig, simulate_cluster, write_formats
-from warehouse.tables import DEMO
+from warehouse.tsdb import tiers, write
 
 #: The demo always starts here, so the same demo run twice is recognised as built.
 DEMO_START = datetime(2026, 11, 1, tzinfo=UTC)
@@ -135,7 +135,7 @@ def build_demo(
     with engine.transaction() as cur:
         cur.execute("DELETE FROM wanka.settings WHERE key = 'demo_config'")
         for table in DEMO:
-            telemetry.clear(cur, table)
+            write.clear(cur, table)
     total = cluster.sample_count
     with tempfile.TemporaryDirectory(prefix="wanka-demo-") as folder:
         write_formats(cluster, Path(folder), kinds=("inventory", "slurm", "parquet"))
@@ -169,7 +169,7 @@ def build_demo(
         )
     install_shipped(engine, refresh_existing=True)  # the shipped dynamic tables, fresh
     cur = engine.cursor()
-    telemetry_tiers.fold(cur)  # and the downsampling tiers
+    tiers.fold(cur)  # and the downsampling tiers
     cur.close()
     summary.rows = _row_counts(engine)
     summary.seconds = time.perf_counter() - started

@@ -14,7 +14,7 @@ from service.commands.common import open_engine, parse_time, shared_data, with_o
 from warehouse.errors import UserError
 
 if TYPE_CHECKING:
-    from warehouse.engine import Engine
+    from warehouse.kernel.engine import Engine
     from warehouse.simulate import SimConfig
 
 

@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import click
 
-from warehouse.engine import Engine
 from warehouse.errors import UserError
+from warehouse.kernel.engine import Engine
 
 F = TypeVar("F", bound=Callable[..., Any])
 

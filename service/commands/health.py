@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from service.commands.common import echo_report, open_engine, report_format
-from warehouse import health as report
+from warehouse.health import findings as report
 
 
 @click.command()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from service.commands.common import echo_report, open_engine, report_format
-from warehouse import jobstats as report
+from warehouse.jobs import stats as report
 
 
 @click.command()

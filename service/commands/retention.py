@@ -7,7 +7,7 @@ from datetime import timedelta
 import click
 
 from service.commands.common import open_engine
-from warehouse import retention as rules
+from warehouse.tsdb import retention as rules
 
 
 @click.command()

@@ -16,7 +16,7 @@ from service.commands.lake import engine_options, open_lake_engine
 from service.serve.pgerror import pg_error
 from warehouse.engines.portable import NotPortable, portability_problems
 from warehouse.errors import UserError, one_line, sql_error
-from warehouse.query import execute
+from warehouse.query.executor import execute
 
 
 @click.command()

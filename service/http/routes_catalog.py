@@ -1,4 +1,4 @@
-"""Tables, dynamic tables, health and metrics: thin reads of `warehouse.describe`."""
+"""Tables, dynamic tables, health and metrics: thin reads of `warehouse.query.describe`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from fastapi.responses import PlainTextResponse
 from service.http.auth import current_user
 from service.http.models import DynamicTable, Error, Health, RefreshOutcome, Table
 from service.serve.server import Server
-from warehouse import describe, health, jobstats
 from warehouse.dynamic.schedule import Failed, Skipped
 from warehouse.dynamic.schedule import describe as describe_outcome
+from warehouse.health import findings
+from warehouse.jobs import stats
+from warehouse.query import describe
 from warehouse.security.users import User
 
 router = APIRouter()
@@ -149,11 +151,11 @@ def job_stats(
 ) -> dict[str, Any]:
     """One job's GPU efficiency (`wanka jobstats JOB_ID --format json`): its facts, each GPU's
     utilisation, memory and power, the attribution sources and the efficiency notes."""
-    return _server(request).with_cursor(lambda cur: jobstats.stats(cur, job_id))
+    return _server(request).with_cursor(lambda cur: stats.stats(cur, job_id))
 
 
 @router.get("/v1/health", tags=["health"], responses={**AUTH_ERRORS})
 def gpu_health(request: Request, user: Annotated[User, Depends(current_user)]) -> dict[str, Any]:
     """Which GPUs and nodes to watch, drain or replace (`wanka health --format json`): per GPU
     its state, the rules that fired with their evidence; per node the worst of its GPUs."""
-    return _server(request).with_cursor(health.report)
+    return _server(request).with_cursor(findings.report)

@@ -20,8 +20,8 @@ from service.http.workers import off_loop
 from service.serve.server import Server
 from service.serve.session import ClientGone, Moved, Session
 from service.serve.watchdog import WATCHDOG
-from warehouse import search_path
 from warehouse.errors import UserError
+from warehouse.query import search_path
 from warehouse.security.users import User
 
 router = APIRouter(tags=["query"])

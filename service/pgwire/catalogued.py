@@ -2,7 +2,7 @@
 
 Statements are parsed and rewritten once per text (`statements.classify`, cached). Two steps
 depend on the session and the catalog instead, so they run per execution, on the connection's
-thread: resolving unqualified names along a non-default search_path (`warehouse.search_path`),
+thread: resolving unqualified names along a non-default search_path (`warehouse.query.search_path`),
 and casting the outermost sum/avg/division to PostgreSQL's type (`compat.result_types`), which reads
 the column types DuckDB reports (kept for a few seconds, and dropped after this session's DDL).
 """
@@ -17,7 +17,7 @@ from sqlglot.schema import Schema
 
 from service.pgwire.compat import paths, result_types
 from service.pgwire.statements import Statement, classify
-from warehouse import search_path
+from warehouse.query import search_path
 
 #: how long column types are trusted before the catalog is read again
 TYPES_TTL_S = 10.0

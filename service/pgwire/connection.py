@@ -25,7 +25,7 @@ from service.pgwire.portal import Portal, Prepared, command_tag
 from service.pgwire.settings import REPORTED, Settings
 from service.pgwire.statements import Statement, split
 from service.serve.pgerror import pg_error
-from warehouse import search_path
+from warehouse.query import search_path
 
 R = TypeVar("R")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from warehouse import search_path
+from warehouse.query import search_path
 
 SERVER_VERSION = "15.0"
 SERVER_VERSION_NUM = "150000"

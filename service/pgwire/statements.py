@@ -27,7 +27,7 @@ from service.pgwire.errors import SqlError
 from service.pgwire.explain import Explain
 from service.pgwire.explain import parse as parse_explain
 from service.pgwire.settings import SessionCommand, session_command
-from warehouse.script import is_dynamic
+from warehouse.parsing.script import is_dynamic
 
 _TRANSACTION = re.compile(
     r"^\s*(?P<verb>begin|start\s+transaction|commit|end|rollback|abort)\b(?P<rest>[^;]*);?\s*$",
@@ -162,7 +162,7 @@ def classify(text: str, resolve: Callable[[exp.Expr], exp.Expr] | None = None) -
     """Recognise one statement and rewrite it for DuckDB.
 
     `resolve` qualifies the client's unqualified relation names first (the session's
-    search_path: `warehouse.search_path`), before the compatibility rules run.
+    search_path: `warehouse.query.search_path`), before the compatibility rules run.
     """
     command = session_command(text)
     if command is not None:

@@ -64,7 +64,7 @@ class Server:
     ) -> None:
         from service.serve.metrics import Metrics
         from warehouse.dynamic.shipped import ensure_shipped
-        from warehouse.engine import Engine
+        from warehouse.kernel.engine import Engine
 
         self.limits = limits or Limits()
         self.engine = Engine(path)
@@ -297,8 +297,8 @@ class Server:
         self._scheduler.start()
 
     def _schedule(self, interval_s: float) -> None:
-        from warehouse import retention
         from warehouse.dynamic.schedule import run_due
+        from warehouse.tsdb import retention
 
         cur = self.engine.cursor()
         try:

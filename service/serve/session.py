@@ -22,8 +22,8 @@ from service.serve.metrics import Metrics
 from service.serve.watchdog import WATCHDOG
 from service.serve.writes import WriteGate
 from warehouse.errors import UserError, WankaError, one_line
-from warehouse.query import execute
-from warehouse.script import Script
+from warehouse.parsing.script import Script
+from warehouse.query.executor import execute
 from warehouse.security import policy
 from warehouse.security.users import User
 
@@ -127,7 +127,7 @@ class Session:
     ) -> Result:
         """Authorize and run `sql`; stream its last statement's result.
 
-        The text is parsed once (`warehouse.script.parse`); the policy, the write gate and
+        The text is parsed once (`warehouse.parsing.script.parse`); the policy, the write gate and
         the query path all read that parse. Raises `policy.Refused` (nothing ran),
         `UserError` (bad SQL), `QueryTimeout`. `timeout_s` and `max_rows` may lower the
         session's limits, never raise them.

@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import run_wanka
 from tests.exporter import FIELDS, Exporter
 from tests.service.serve.test_server_faults import query, serving
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 
 pytestmark = pytest.mark.slow
 SACCT = Path(__file__).resolve().parents[3] / "shared" / "data" / "slurm" / "sacct-output-v2.txt"

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from udfs.registry import REGISTRY
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 
 #: (what the source says, expression, low, high)
 FIGURES = [

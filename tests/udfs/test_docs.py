@@ -9,7 +9,7 @@ import pytest
 
 from udfs import docs
 from udfs.registry import REGISTRY
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 
 NODES = [
     # host, nic_model, nic_count, slot gen, slot lanes

@@ -16,7 +16,7 @@ from udfs.expr import Num
 from udfs.model import Model, model
 from udfs.params import non_negative
 from udfs.registry import REGISTRY
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 
 REPO = Path(__file__).resolve().parents[2]
 

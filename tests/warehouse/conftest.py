@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from warehouse.demo import build_demo
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig
 
 #: Big enough for checkpoints, XIDs and every job state, with a fault of each kind for the

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from warehouse.demo import EXAMPLE_QUERIES, build_demo, built_config
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
+from warehouse.kernel.tables import DEMO
 from warehouse.simulate import SimConfig
-from warehouse.tables import DEMO
 
 SMALL = SimConfig(
     gpus=64,

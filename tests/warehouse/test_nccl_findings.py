@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from warehouse.arrow_tables import insert_arrow
-from warehouse.catalog import sql_dir
-from warehouse.engine import Engine
+from warehouse.kernel.arrow_tables import insert_arrow
+from warehouse.kernel.catalog import sql_dir
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig
 from warehouse.simulate.inventory import Inventory, build_inventory, nodes_table
 from warehouse.simulate.nccl import PLACEMENTS, probe_results

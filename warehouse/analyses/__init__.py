@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from warehouse.analyses.catalog import Analysis, Column, all_analyses, analysis_named
 from warehouse.analyses.params import Param, bind, parse_assignments
-from warehouse.query import execute
+from warehouse.query.executor import execute
 
 __all__ = [
     "Analysis",

@@ -26,8 +26,8 @@ from functools import cache
 from pathlib import Path
 
 from warehouse.analyses.params import Param, parse_param_line
-from warehouse.catalog import expand_includes, sql_dir
 from warehouse.errors import UserError
+from warehouse.kernel.catalog import expand_includes, sql_dir
 
 _TITLE = re.compile(r"^-- ([a-z][a-z0-9_]*): (.+)$")
 _COLUMN = re.compile(r"^--\s{2,}([a-z_][a-z0-9_]*)\s+(.+)$")

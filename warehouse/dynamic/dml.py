@@ -17,12 +17,12 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from warehouse import telemetry
 from warehouse.dynamic.plan import state_table
 from warehouse.dynamic.plan.joins import changes_table
 from warehouse.dynamic.plan.kinds import Aggregate, Append, Full, Groups, Plan, Recompute
+from warehouse.kernel.tables import TRACKED
 from warehouse.promql import sql_function
-from warehouse.tables import TRACKED
+from warehouse.tsdb import write
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def _build(name: str, plan: Plan, keys: list[str]) -> RefreshSql:
 
 def held_full(cur: duckdb.DuckDBPyConnection, name: str, plan: Plan, key: int) -> tuple[Step, ...]:
     """A FULL refresh of only the buckets of GROUP BY key `key` from `$from` on (its source
-    dropped older rows: warehouse.retention): DELETE and INSERT of those visible rows and, for
+    dropped older rows: warehouse.tsdb.retention): DELETE and INSERT of those visible rows and, for
     an aggregate, of those state rows. Built when asked: this is rare."""
     target, state = visible_table(name), state_table(name)
     column = _key_columns(cur, name, plan)[key]
@@ -206,18 +206,18 @@ def held_full(cur: duckdb.DuckDBPyConnection, name: str, plan: Plan, key: int) -
 def _batches_of(source: str) -> exp.Table:
     """Where `source`'s newest batch id is read: the table itself, or for gpu_metrics the log
     of its sample inserts (a scan of the samples would walk every row group's zone map)."""
-    return _stored(source, telemetry.BATCHES, db="")
+    return _stored(source, write.BATCHES, db="")
 
 
 def _rows_of(source: str) -> exp.Table:
     """The table whose count(*) is `source`'s: gpu_metrics is a view, its samples are a table
     (DuckDB counts a table from its metadata, a view by running it)."""
-    return _stored(source, telemetry.SAMPLES, db="main")
+    return _stored(source, write.SAMPLES, db="main")
 
 
 def _stored(source: str, for_view: str, db: str) -> exp.Table:
     """`source` as a table (in `db`, if given), or `for_view` ('schema.table') for gpu_metrics."""
-    if telemetry.is_view(source):
+    if write.is_view(source):
         schema, name = for_view.split(".")
         return exp.Table(this=exp.to_identifier(name, quoted=True), db=schema)
     return exp.Table(this=exp.to_identifier(source, quoted=True), db=db or None)
@@ -300,7 +300,7 @@ def _probe(sources: tuple[str, ...]) -> Step:
     columns: list[exp.Expr] = [exp.func("now"), _parse(_CHANGES).subquery()]
     for source in sources:
         if source in TRACKED:
-            # gpu_metrics: the log of sample inserts, not the samples (warehouse/telemetry.py)
+            # gpu_metrics: the log of sample inserts, not the samples (warehouse/tsdb/write.py)
             table = _batches_of(source)
             newer = exp.GT(this=exp.column("batch_id"), expression=exp.Placeholder(this="wm"))
             high = exp.select(exp.Max(this=exp.column("batch_id"))).from_(table).where(newer)

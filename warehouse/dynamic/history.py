@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import duckdb
 
-from warehouse.transactions import transaction
+from warehouse.kernel.transactions import transaction
 
 BACKOFF_BASE_S = 30.0
 BACKOFF_CAP_S = 3600.0

@@ -28,7 +28,6 @@ from typing import Any
 
 import duckdb
 
-from warehouse import attribution, retention
 from warehouse.dynamic import catalog, dml, history
 from warehouse.dynamic.catalog import DynamicTable
 from warehouse.dynamic.dml import RefreshSql, visible_table
@@ -42,8 +41,10 @@ from warehouse.dynamic.regroup import (
     trim_changes,
 )
 from warehouse.errors import UserError, WankaError, one_line
-from warehouse.tables import TRACKED
-from warehouse.transactions import transaction
+from warehouse.jobs import attribution
+from warehouse.kernel.tables import TRACKED
+from warehouse.kernel.transactions import transaction
+from warehouse.tsdb import retention
 
 __all__ = ["RefreshFailed", "refresh", "visible_table"]
 

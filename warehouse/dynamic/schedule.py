@@ -24,12 +24,12 @@ from datetime import UTC, datetime, timedelta
 
 import duckdb
 
-from warehouse import telemetry_tiers
 from warehouse.dynamic import catalog
 from warehouse.dynamic.history import RefreshResult, backoff
 from warehouse.dynamic.refresh import RefreshFailed, refresh
-from warehouse.engine import Engine
 from warehouse.errors import UserError
+from warehouse.kernel.engine import Engine
+from warehouse.tsdb import tiers
 
 __all__ = ["Failed", "Outcome", "Skipped", "backoff", "describe", "run_due", "seconds"]
 
@@ -162,7 +162,7 @@ def run_due(
             cur.close()
     con = target
     run_at = now or datetime.now(UTC)
-    telemetry_tiers.fold(con)  # the downsampling tiers first: they follow every batch
+    tiers.fold(con)  # the downsampling tiers first: they follow every batch
     tables = entries(con)
     if name is not None:
         name = catalog.check_name(name)

@@ -6,8 +6,8 @@ import re
 from graphlib import TopologicalSorter
 from pathlib import Path
 
-from warehouse import catalog as sql_catalog
-from warehouse.engine import Engine
+from warehouse.kernel import catalog as sql_catalog
+from warehouse.kernel.engine import Engine
 
 # The dynamic-table machinery (sqlglot, the planner) is imported where a table is created or
 # refreshed: every writing command checks for missing shipped tables, and most find none.
@@ -49,7 +49,7 @@ def install_shipped(engine: Engine, *, refresh_existing: bool = False) -> list[s
     """
     from warehouse.dynamic import catalog
     from warehouse.dynamic.refresh import refresh
-    from warehouse.query import execute
+    from warehouse.query.executor import execute
 
     cur = engine.cursor()
     try:
@@ -84,7 +84,7 @@ def ensure_shipped(engine: Engine) -> list[str]:
         if not missing:
             return []
         from warehouse.dynamic import catalog
-        from warehouse.query import execute
+        from warehouse.query.executor import execute
 
         existing = catalog.names(cur)
         created = []

@@ -1,8 +1,8 @@
 """CREATE / ALTER / REFRESH [FULL] / DROP DYNAMIC TABLE: wanka's own statements.
 
-DuckDB does not know them: `warehouse.script` recognises them by their leading tokens (and
+DuckDB does not know them: `warehouse.parsing.script` recognises them by their leading tokens (and
 parses a CREATE into an `exp.Create`, whose properties and SELECT are taken from the tree);
-`warehouse.query.execute` hands each here. Each statement returns one row: status, name,
+`warehouse.query.executor.execute` hands each here. Each statement returns one row: status, name,
 refresh_mode, reason, rows_inserted, rows_deleted.
 """
 
@@ -18,16 +18,16 @@ from warehouse.dynamic.plan import Full, parse_select, plan_query
 from warehouse.dynamic.refresh import refresh
 from warehouse.engines.portable import spark_columns
 from warehouse.errors import UserError
+from warehouse.kernel.transactions import transaction
+from warehouse.parsing.script import DynamicStatement
 from warehouse.promql import sql_function
-from warehouse.script import DynamicStatement
-from warehouse.transactions import transaction
 
 
 def run(cur: duckdb.DuckDBPyConnection, statement: DynamicStatement) -> pa.Table:
     """Execute one DYNAMIC TABLE statement and return its one-row result."""
     rest = list(statement.rest)
     if statement.verb == "CREATE":
-        assert statement.tree is not None, "warehouse.script parses every CREATE"
+        assert statement.tree is not None, "warehouse.parsing.script parses every CREATE"
         return create(cur, statement.tree.copy())
     if statement.verb == "ALTER":
         return alter(cur, rest)

@@ -1,7 +1,7 @@
 """DuckDB over the lake: the reference engine, reading the same Delta tables as Spark.
 
 Tables are the Delta log's active files as Arrow datasets (delta-rs), no DuckDB extension; the
-model functions are the same macros `warehouse.engine` installs. Used by `wanka sql --lake`
+model functions are the same macros `warehouse.kernel.engine` installs. Used by `wanka sql --lake`
 and as the side Spark's results are compared with.
 """
 
@@ -12,9 +12,9 @@ import threading
 import pyarrow as pa
 
 from udfs import registry
-from warehouse.engine import connect_memory
 from warehouse.engines.base import Capabilities, LakeEngine
 from warehouse.engines.portable import bind_literals
+from warehouse.kernel.engine import connect_memory
 from warehouse.lake.delta import PARTITION_COLUMN, LakeTable
 
 CAPABILITIES = Capabilities(

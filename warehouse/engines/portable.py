@@ -18,7 +18,7 @@ from sqlglot.errors import ErrorLevel, SqlglotError
 
 from udfs.registry import REGISTRY
 from warehouse.engines.rules import RULES, bucket_width_s
-from warehouse.tables import declared
+from warehouse.kernel.tables import declared
 
 #: DuckDB functions (as sqlglot leaves them: Anonymous) with no faithful Spark form.
 _NO_SPARK_FORM = {

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import BinaryIO
 
-from warehouse.engine import Engine
 from warehouse.ingest import sources
 from warehouse.ingest.base import FORMATS, ReadOptions, Reject, Source
 from warehouse.ingest.batch import IngestResult, format_named, ingest_source, read_context
+from warehouse.kernel.engine import Engine
 
 __all__ = [
     "FORMATS",

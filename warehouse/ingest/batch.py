@@ -21,13 +21,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute
 
-from warehouse import attribution, gpu_events
-from warehouse.arrow_tables import insert_arrow
-from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.ingest import sources
 from warehouse.ingest.base import FORMATS, Format, Parsed, ReadContext, ReadOptions, Reject, Source
-from warehouse.tables import REPLACE_KEYS
+from warehouse.jobs import attribution
+from warehouse.kernel.arrow_tables import insert_arrow
+from warehouse.kernel.engine import Engine
+from warehouse.kernel.tables import REPLACE_KEYS
+from warehouse.tsdb import events as gpu_events
 
 #: A line longer than this is kept cut, with the cut said in the reason.
 MAX_RAW_CHARS = 65_536

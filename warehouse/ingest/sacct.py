@@ -24,11 +24,11 @@ from typing import IO, Any
 
 import polars as pl
 
-from warehouse import hostlist
 from warehouse.ingest import blocks, sacct_layout, sacct_usage
 from warehouse.ingest import slurm_values as sv
 from warehouse.ingest.base import Parsed, ReadContext, ReadOptions, Reject, Source, register
 from warehouse.ingest.sacct_layout import ROLES, Layout
+from warehouse.jobs import hostlist
 
 JOB_COLUMNS = (
     "job_id", "job_name", "user", "account", "partition", "qos", "cluster", "submit_at",

@@ -27,11 +27,11 @@ from typing import IO, Any
 
 import polars as pl
 
-from warehouse import hostlist
 from warehouse.ingest import blocks, textblocks
 from warehouse.ingest import scontrol_fields as sf
 from warehouse.ingest import slurm_values as sv
 from warehouse.ingest.base import Parsed, ReadContext, ReadOptions, Reject, Source, register
+from warehouse.jobs import hostlist
 
 #: Where the GPU rows go: the interval sources' store behind the `job_gpus` view
 #: (sql/schema/0014_job_gpus.sql); the ingest replaces a job's earlier scontrol rows there.

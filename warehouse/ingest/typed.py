@@ -12,7 +12,7 @@ import threading
 import duckdb
 import pyarrow as pa
 
-from warehouse.engine import BASE_CONFIG
+from warehouse.kernel.engine import BASE_CONFIG
 
 _local = threading.local()
 

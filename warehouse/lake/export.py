@@ -29,10 +29,10 @@ import duckdb
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
+from warehouse.kernel.tables import REPLACE_KEYS
 from warehouse.lake import layout
 from warehouse.lake.delta import PARTITION_COLUMN, TABLE_CONFIG, LakeTable, commit_properties
-from warehouse.tables import REPLACE_KEYS
 
 _DELETED = "__wanka_deleted"
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from warehouse.kernel.tables import LAKE, REFERENCE
 from warehouse.lake.delta import PARTITION_COLUMN, write_json_atomically
-from warehouse.tables import LAKE, REFERENCE
 
 WANKA_DIR = "_wanka"
 DEFINITIONS = "dynamic_tables.json"
@@ -50,8 +50,8 @@ def _ident(name: str) -> str:
 
 
 def base_tables() -> list[str]:
-    """The tables the lake holds rows of, as the schema declares them (`warehouse.tables`), by
-    name: an export commits them one by one in this order."""
+    """The tables the lake holds rows of, as the schema declares them (`warehouse.kernel.tables`),
+    by name: an export commits them one by one in this order."""
     return sorted(t for t in LAKE if t not in REFERENCE)
 
 

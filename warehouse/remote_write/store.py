@@ -9,7 +9,7 @@ call is one transaction over the rows of every request in it:
 2. samples: duplicates within the requests dropped (the first value kept), then those whose
    (series, ts) is stored already, read over the requests' time range only (zone maps keep
    that to the newest row groups); the rest appended under one batch id, with the batch's row
-   in wanka.sample_batches and the job labels noted (`warehouse.attribution`), as every
+   in wanka.sample_batches and the job labels noted (`warehouse.jobs.attribution`), as every
    telemetry write does;
 3. other series into prom_samples and staleness markers into wanka.stale_markers, the same way
    keyed by (metric, labels, ts);
@@ -25,9 +25,10 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
-from warehouse import attribution, gpu_events, telemetry
+from warehouse.jobs import attribution
+from warehouse.kernel.transactions import transaction
 from warehouse.remote_write.rows import Decoded, SeriesCache
-from warehouse.transactions import transaction
+from warehouse.tsdb import events, write
 
 
 @dataclass(frozen=True)
@@ -106,15 +107,15 @@ def _store_gpu(
         f"(SELECT * FROM {series} WHERE dcgm{' AND series_id IS NULL' if cached else ''}) AS x"
     )
     known = (
-        telemetry.add_series(cur, unknown)
+        write.add_series(cur, unknown)
         if dcgm_count > cached
-        else int(cur.execute(f"SELECT max(series_id) FROM {telemetry.SERIES}").fetchall()[0][0])
+        else int(cur.execute(f"SELECT max(series_id) FROM {write.SERIES}").fetchall()[0][0])
     )
     fresh = f"_wanka_rw_fresh_{threading.get_ident()}"
     ids = f"_wanka_rw_ids_{threading.get_ident()}"
     matched = (
         f"SELECT x.sid, min(r.series_id) AS series_id, true AS resolved FROM {unknown} "
-        f"JOIN {telemetry.SERIES} r ON {telemetry.SAME_SERIES} GROUP BY x.sid"
+        f"JOIN {write.SERIES} r ON {write.SAME_SERIES} GROUP BY x.sid"
     )
     if cached:
         matched += (
@@ -126,23 +127,23 @@ def _store_gpu(
         f"CREATE OR REPLACE TEMP TABLE {fresh} AS "
         f"WITH given AS (SELECT DISTINCT ON (ids.series_id, s.ts) ids.series_id, s.ts, s.value "
         f"  FROM {samples} s JOIN {ids} ids USING (sid) ORDER BY ids.series_id, s.ts, s.n) "
-        f"SELECT * FROM given g WHERE NOT EXISTS (SELECT 1 FROM {telemetry.SAMPLES} t "
+        f"SELECT * FROM given g WHERE NOT EXISTS (SELECT 1 FROM {write.SAMPLES} t "
         f"  WHERE t.series_id = g.series_id AND t.ts = g.ts "
         f"  AND t.ts BETWEEN (SELECT min(ts) FROM given) AND (SELECT max(ts) FROM given))"
     )
     try:
         written = cur.execute(
-            f"INSERT INTO {telemetry.SAMPLES} (series_id, ts, value, batch_id) "
+            f"INSERT INTO {write.SAMPLES} (series_id, ts, value, batch_id) "
             f"SELECT series_id, ts, value, {batch_id} FROM {fresh} ORDER BY series_id, ts"
         ).fetchall()[0][0]
         if written:
             cur.execute(
-                f"INSERT INTO {telemetry.BATCHES} SELECT {batch_id}, count(*), min(ts), max(ts) "
+                f"INSERT INTO {write.BATCHES} SELECT {batch_id}, count(*), min(ts), max(ts) "
                 f"FROM {fresh}"
             )
             attribution.note_gpus(cur, known)
             attribution.note_labels(cur, str(batch_id))
-            gpu_events.note(cur, [batch_id])
+            events.note(cur, [batch_id])
         resolved = cur.execute(f"SELECT sid, series_id FROM {ids} WHERE resolved").fetchall()
     finally:
         cur.execute(f"DROP TABLE IF EXISTS {fresh}")
@@ -154,7 +155,7 @@ def _cached_ids_hold(cur: duckdb.DuckDBPyConnection, series: str) -> bool:
     """Whether every series id the cache gave is still in the series dictionary."""
     [(given, found)] = cur.execute(
         f"SELECT (SELECT count(DISTINCT series_id) FROM {series}), "
-        f"(SELECT count(*) FROM {telemetry.SERIES} WHERE series_id IN "
+        f"(SELECT count(*) FROM {write.SERIES} WHERE series_id IN "
         f"(SELECT series_id FROM {series} WHERE series_id IS NOT NULL))"
     ).fetchall()
     return bool(given == found)

@@ -20,10 +20,10 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from warehouse.engine import Engine
 from warehouse.errors import WankaError
 from warehouse.ingest import ingest_stream
 from warehouse.ingest.base import ReadOptions
+from warehouse.kernel.engine import Engine
 
 SACCT_FIELDS = (
     "JobID,JobName,User,Account,Partition,QOS,Submit,Eligible,Start,End,Elapsed,State,"

@@ -1,9 +1,9 @@
 """Which statements a role may run, decided on parse trees, never on regexes.
 
-`warehouse.script` parses a text once into statements that carry DuckDB's statement type and
+`warehouse.parsing.script` parses a text once into statements that carry DuckDB's statement type and
 what each reads, calls and writes (DuckDB's own tree for SELECT-type statements, sqlglot's for
-DML and DDL: `warehouse.reads`). The decisions are here: which types a role may run, which table
-functions and schemas user SQL may touch, and that a writer writes only base tables.
+DML and DDL: `warehouse.parsing.reads`). The decisions are here: which types a role may run, which
+table functions and schemas user SQL may touch, and that a writer writes only base tables.
 
 Anything that cannot be checked is refused. The server also runs DuckDB with external access off
 and configuration locked, so a hole here still cannot read a file or change a setting.
@@ -15,8 +15,8 @@ import duckdb
 
 from warehouse.dynamic import catalog as dynamic_catalog
 from warehouse.errors import UserError
-from warehouse.reads import Reads
-from warehouse.script import Script, Statement, parse
+from warehouse.parsing.reads import Reads
+from warehouse.parsing.script import Script, Statement, parse
 from warehouse.security.users import check_role
 
 READ = frozenset({"SELECT", "EXPLAIN", "TRANSACTION"})

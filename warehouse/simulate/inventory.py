@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from warehouse import catalog
+from warehouse.kernel import catalog
 from warehouse.simulate.config import GPUS_PER_HOST, SimConfig
 from warehouse.simulate.tables import to_table
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from warehouse import hostlist
+from warehouse.jobs import hostlist
 
 FIELDS = (
     "JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "Submit",

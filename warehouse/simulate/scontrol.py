@@ -18,7 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from warehouse import hostlist
+from warehouse.jobs import hostlist
 from warehouse.simulate.config import GPUS_PER_HOST
 from warehouse.simulate.sacct import sacct_elapsed, sacct_time, sacct_timelimit
 from warehouse.simulate.workload import ALL_USERS, TEAMS

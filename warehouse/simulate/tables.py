@@ -14,7 +14,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from warehouse import arrow_tables, engine, migrations
+from warehouse.kernel import arrow_tables, engine, migrations
 
 TS_TYPE = pa.timestamp("us", tz="UTC")
 

@@ -1,7 +1,7 @@
 """The session's search_path on the wire: what resolves names and what current_schema() says.
 
-`warehouse.search_path` does the resolving; here are the names the wire endpoint provides itself
-(its `pg_catalog` and `information_schema` views, searched first as PostgreSQL searches
+`warehouse.query.search_path` does the resolving; here are the names the wire endpoint provides
+itself (its `pg_catalog` and `information_schema` views, searched first as PostgreSQL searches
 `pg_catalog` first) and the values of the session markers the compatibility rules leave for
 `current_schema()` and `current_schemas()`.
 """
@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from service.pgwire.compat.objects import views
 from service.pgwire.compat.rules import CURRENT_SCHEMA, SEARCH_PATH
-from warehouse import search_path
+from warehouse.query import search_path
 
 
 @functools.cache

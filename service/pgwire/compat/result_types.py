@@ -22,7 +22,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema, Schema
 
-from warehouse import describe
+from warehouse.query import describe
 
 _SMALL_INTEGERS = {exp.DType.TINYINT, exp.DType.SMALLINT, exp.DType.INT}
 _INTEGERS = _SMALL_INTEGERS | {exp.DType.BIGINT}

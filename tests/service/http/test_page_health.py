@@ -14,7 +14,7 @@ import pytest
 from service.serve.server import Server
 from tests.browser import Browser
 from tests.service.http import test_page
-from warehouse.health import STATES
+from warehouse.health.findings import STATES
 from warehouse.security.users import add_user, create_token
 
 #: test_page's tiny demo with one fault of each kind (a silent host, climbing ECC errors, a hot

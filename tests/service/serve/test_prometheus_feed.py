@@ -26,7 +26,7 @@ import pytest
 from tests.conftest import run_wanka
 from tests.exporter import Exporter
 from tests.service.serve.test_server_faults import PW, free_port, query, serving
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 from warehouse.remote_write.labels import rebuild
 
 pytestmark = [

@@ -10,9 +10,9 @@ import pytest
 
 from service.serve.remote_write import GroupCommit
 from tests.warehouse.remote_write.support import body, dcgm_labels
-from warehouse.engine import Engine
 from warehouse.ingest.batch import read_context
 from warehouse.ingest.models import ModelNames
+from warehouse.kernel.engine import Engine
 from warehouse.remote_write.decode import decode
 from warehouse.remote_write.rows import Decoded, Limits, SeriesCache
 from warehouse.remote_write.store import Stored, store

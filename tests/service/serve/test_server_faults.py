@@ -28,7 +28,7 @@ import pytest
 from tests.conftest import REPO, run_wanka
 from tests.warehouse.dynamic.test_shipped import same_rows
 from warehouse.demo import build_demo
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, simulate_cluster, write_formats
 
 pytestmark = pytest.mark.slow

@@ -25,7 +25,7 @@ import pytest
 
 from udfs.reliability import gpu_mtbf_h
 from warehouse.analyses import run_analysis_table
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 
 #: Table 5 as published: cause (its Component column), component (its Category), count, printed %.
 TABLE_5 = [

@@ -24,8 +24,8 @@ import pytest
 
 from warehouse.analyses import run_analysis_table
 from warehouse.dynamic.shipped import install_shipped
-from warehouse.engine import Engine
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 
 HPC = '{"hpc_job":"%s"}'
 POD = '{"namespace":"ml","pod":"pod-x"}'

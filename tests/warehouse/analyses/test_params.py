@@ -9,8 +9,8 @@ import pytest
 from warehouse.analyses import all_analyses, run_analysis_table
 from warehouse.analyses.catalog import parse_analysis
 from warehouse.analyses.params import bind, parse_assignments
-from warehouse.engine import Engine
 from warehouse.errors import UserError
+from warehouse.kernel.engine import Engine
 
 
 def test_defaults_apply_and_given_text_is_converted_to_the_declared_type() -> None:

@@ -22,7 +22,7 @@ import polars as pl
 import pytest
 
 from warehouse.analyses import run_analysis_table
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 
 RELATIVE = 0.35
 

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from warehouse import query
 from warehouse.analyses import all_analyses, run_analysis_table
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
+from warehouse.query import executor as query
 
 NAMES = sorted(all_analyses())
 REQUIRED = {
@@ -198,7 +198,7 @@ def test_energy_by_team_splits_the_demo_into_measured_and_modelled(demo_engine: 
 def test_stragglers_find_the_slow_gpus_of_jobs_and_nothing_else(demo_engine: Engine) -> None:
     """The demo's injected slow GPU is found, and nothing else; a GPU made 20 % slower too."""
     from tests.warehouse.conftest import SMALL
-    from warehouse.health_eval import truth
+    from warehouse.health.evaluate import truth
     from warehouse.simulate import simulate_cluster
 
     slow = {

@@ -18,15 +18,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from warehouse import telemetry
 from warehouse.analyses import analysis_named, run_analysis_table
 from warehouse.analyses.catalog import analyses_folder
-from warehouse.arrow_tables import insert_arrow
-from warehouse.engine import Engine
-from warehouse.health_eval import truth
+from warehouse.health.evaluate import truth
+from warehouse.kernel.arrow_tables import insert_arrow
+from warehouse.kernel.engine import Engine
+from warehouse.kernel.transactions import transaction
 from warehouse.simulate import SimConfig, simulate_cluster
 from warehouse.simulate.step_times import LOG_S
-from warehouse.transactions import transaction
+from warehouse.tsdb import write
 
 
 def faulty(seed: int, faults: int) -> SimConfig:
@@ -44,7 +44,7 @@ def analysed(cfg: SimConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
         insert_arrow(cur, "job_events", cluster.job_events)
         for batch in cluster.telemetry_batches():
             with transaction(cur):
-                telemetry.insert(cur, pa.Table.from_batches([batch]))
+                write.insert(cur, pa.Table.from_batches([batch]))
         changes = run_analysis_table(cur, "step_time_changes").to_pylist()
         stragglers = run_analysis_table(cur, "stragglers").to_pylist()
         cur.close()

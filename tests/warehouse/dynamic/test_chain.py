@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from warehouse.engine import Engine
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 
 HOURLY = (
     "CREATE DYNAMIC TABLE hourly WITH (freshness = '5 minutes') AS "

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from warehouse.engine import Engine
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 
 
 def logged(eng: Engine) -> int:

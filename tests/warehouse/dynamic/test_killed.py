@@ -7,8 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from warehouse.engine import Engine
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 
 ROLLUP = (
     "SELECT time_bucket(INTERVAL '1 hour', ts) AS hour, host, avg(value) AS a, count(*) AS n "
@@ -22,7 +22,7 @@ SEED = (
 KILLER = textwrap.dedent(
     """
     import os, signal, sys
-    from warehouse.engine import Engine
+    from warehouse.kernel.engine import Engine
     from warehouse.dynamic import refresh as module
     real = module._incremental
 

@@ -16,8 +16,8 @@ import pytest
 from tests.warehouse.dynamic.golden import Case, load_cases
 from warehouse.dynamic.plan import Aggregate, Append, Full, Groups, Plan, parse_select, plan_query
 from warehouse.dynamic.plan.kinds import VERSION, Recompute, from_json, to_json
-from warehouse.engine import Engine
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 
 CASES = load_cases("plan.sql")
 

@@ -21,8 +21,8 @@ from warehouse.dynamic.history import RefreshResult
 from warehouse.dynamic.plan import Aggregate, Append, Full, Groups
 from warehouse.dynamic.plan.kinds import VERSION, to_json
 from warehouse.dynamic.schedule import Failed, Skipped, run_due
-from warehouse.engine import Engine
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 
 FIXTURE = Path(__file__).with_name("fixtures") / "plans_v1.duckdb.gz"
 KINDS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from warehouse.dynamic import history
 from warehouse.dynamic.history import RefreshResult
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 
 
 def test_finished_at_is_when_the_refresh_ended() -> None:

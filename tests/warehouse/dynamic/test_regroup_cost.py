@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from warehouse.dynamic.regroup import CHAIN_FULL_SHARE, FULL_MIN_GROUPS, FULL_SHARE
-from warehouse.engine import Engine
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 
 HOSTS = FULL_MIN_GROUPS + 200  # one group per host: a table the rule applies to
 #: One row per host, value i, in one hour.

@@ -12,9 +12,9 @@ import pytest
 from tests.conftest import run_wanka
 from warehouse.dynamic.history import RefreshResult
 from warehouse.dynamic.schedule import Failed, Skipped, backoff, run_due
-from warehouse.engine import Engine
 from warehouse.errors import WankaError
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 
 SEED = (
     "INSERT INTO gpu_metrics (ts, host, metric, value) SELECT TIMESTAMPTZ '2026-11-01' "

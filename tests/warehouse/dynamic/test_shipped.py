@@ -14,8 +14,8 @@ from warehouse.dynamic import regroup
 from warehouse.dynamic.history import RefreshResult
 from warehouse.dynamic.schedule import run_due
 from warehouse.dynamic.shipped import install_shipped, shipped_folder
-from warehouse.engine import Engine
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 from warehouse.simulate import SimConfig
 
 SMALL = SimConfig(

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from tests.warehouse.dynamic.dimension import place_node
 from warehouse.dynamic.shipped import in_creation_order, install_shipped, shipped_folder
-from warehouse.engine import Engine
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 
 SHIPPED = [p.stem for p in in_creation_order(sorted(shipped_folder().glob("*.sql")))]
 #: Shipped tables recomputed at every refresh by design (their rules compare GPUs with their

@@ -10,9 +10,9 @@ import pytest
 
 from tests.conftest import run_wanka
 from warehouse.dynamic.shipped import install_shipped
-from warehouse.engine import Engine
 from warehouse.errors import UserError
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 
 ROLLUP = (
     "SELECT time_bucket(INTERVAL '1 hour', ts) AS hour, host, avg(value) AS a, "

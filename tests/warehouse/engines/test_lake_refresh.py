@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.warehouse.engines.conftest import rows
-from warehouse.engine import Engine
 from warehouse.engines.duck import DuckLakeEngine
 from warehouse.engines.portable import UNCARRIED, portability_problems
 from warehouse.engines.refresh import refresh_lake
 from warehouse.engines.window import time_window
+from warehouse.kernel.engine import Engine
 from warehouse.lake.export import export_lake
 from warehouse.lake.layout import read_definitions
-from warehouse.query import execute
+from warehouse.query.executor import execute
 
 SERIES = frozenset({"gpu_metrics"})
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.warehouse.engines.golden import Case, load_cases
-from warehouse.engine import Engine
 from warehouse.engines.portable import NotPortable, portability_problems, to_spark
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 
 CASES = load_cases("portable.sql")
 

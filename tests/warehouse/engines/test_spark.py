@@ -15,14 +15,14 @@ from tests.warehouse.engines.conftest import rows
 from tests.warehouse.engines.test_lake_refresh import add_append_table
 from warehouse.analyses import all_analyses
 from warehouse.analyses.params import bind
-from warehouse.engine import Engine
 from warehouse.engines.duck import DuckLakeEngine
 from warehouse.engines.portable import portability_problems
 from warehouse.engines.refresh import refresh_lake
 from warehouse.engines.spark import SparkEngine
+from warehouse.kernel.engine import Engine
 from warehouse.lake.export import export_lake
 from warehouse.lake.layout import read_definitions
-from warehouse.query import execute
+from warehouse.query.executor import execute
 
 # one worker runs them all: one Spark session per run, not one per xdist worker
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 
 
 @pytest.fixture

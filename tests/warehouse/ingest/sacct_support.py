@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import warehouse.ingest.sacct  # noqa: F401  (registers the format)
-from warehouse.engine import Engine
 from warehouse.ingest import IngestResult, ReadOptions, ingest
+from warehouse.kernel.engine import Engine
 
 
 def utc(text: str) -> datetime:

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.ingest import ReadOptions, ingest, ingest_stream
+from warehouse.kernel.engine import Engine
 
 INVENTORY = (
     "host,cluster,gpus,gpu_model,pcie_gen\nh1,c1,8,H100,5\nh2,c1,eight,H100,5\nh3,c1,8,A100,4\n"
@@ -153,7 +153,7 @@ def test_csv_and_parquet_need_a_table(eng: Engine, tmp_path: Path) -> None:
 KILLER = textwrap.dedent(
     """
     import os, signal, sys
-    from warehouse.engine import Engine
+    from warehouse.kernel.engine import Engine
     from warehouse.ingest import ingest, batch
 
     original = batch._store

@@ -15,11 +15,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.ingest import ReadOptions, dcgm, ingest
 from warehouse.ingest.promblock import BlockParser
 from warehouse.ingest.textblocks import blocks
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, simulate_cluster, write_formats
 
 T0 = datetime.fromtimestamp(1_700_000_000, UTC)  # 1700000000000 ms on the lines below

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, simulate_cluster
 from warehouse.simulate.formats import write_formats
 

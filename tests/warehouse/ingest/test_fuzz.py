@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from service.commands.common import shared_data
 from tests.conftest import Draw
 from tests.warehouse.ingest.test_nccl import ALL_REDUCE
-from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.ingest import ReadOptions, ingest
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, simulate_cluster
 from warehouse.simulate.formats import write_formats
 

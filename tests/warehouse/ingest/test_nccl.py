@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 import warehouse.ingest.nccl  # noqa: F401  (registers the format)
-from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.ingest import IngestResult, ReadOptions, ingest
+from warehouse.kernel.engine import Engine
 
 _BUS_IDS = ["0x18", "0x2a", "0x3a", "0x5d", "0x9a", "0xab", "0xba", "0xdb"]
 RANKS = "\n".join(

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.ingest import ReadOptions, ingest
-from warehouse.query import execute
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 
 MTIME = datetime(2025, 1, 10, 18, 0, tzinfo=UTC)
 HEADER = "timestamp, name, index, uuid, utilization.gpu [%], memory.used [MiB], power.draw [W]"

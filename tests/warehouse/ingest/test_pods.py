@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 import warehouse.ingest.pods  # noqa: F401  (registers the format)
-from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.ingest import IngestResult, ReadOptions, ingest
+from warehouse.kernel.engine import Engine
 
 START = datetime(2023, 4, 1, tzinfo=UTC)
 HEADER = (

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.warehouse.ingest.sacct_support import job, load, rows, utc
-from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.ingest import ingest
+from warehouse.kernel.engine import Engine
 
 HEADER = (
     "JobID|JobName|User|Account|Partition|QOS|Submit|Eligible|Start|End|Elapsed|State|"

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.warehouse.ingest.sacct_support import load, rows
-from warehouse.engine import Engine
 from warehouse.ingest import ingest
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, simulate_cluster, write_formats
 
 _job_ids = st.integers(1, 40).map(str) | st.tuples(st.integers(1, 9), st.integers(0, 3)).map(

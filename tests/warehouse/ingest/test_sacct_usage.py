@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.warehouse.ingest.sacct_support import load, rows
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 
 
 def test_time_limits(eng: Engine, tmp_path: Path) -> None:

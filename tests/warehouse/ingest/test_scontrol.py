@@ -37,10 +37,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.ingest import IngestResult, ReadOptions, ingest
 from warehouse.ingest import scontrol_fields as sf
+from warehouse.kernel.engine import Engine
 
 CAPTURE = Path(__file__).parents[1] / "fixtures" / "scontrol_show_job.txt"
 LINES = CAPTURE.read_text(encoding="utf-8").splitlines()

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from warehouse.engine import Engine
 from warehouse.errors import UserError
 from warehouse.ingest import ReadOptions, ingest
+from warehouse.kernel.engine import Engine
 
 PHILLY = "timestamp,duration,num_gpus,gpu_time,cluster\n"
 

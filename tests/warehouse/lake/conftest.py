@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from warehouse.demo import build_demo
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig
 
 SMALL = SimConfig(

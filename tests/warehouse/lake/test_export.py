@@ -7,13 +7,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from warehouse.engine import Engine
 from warehouse.engines.duck import DuckLakeEngine
+from warehouse.kernel.engine import Engine
 from warehouse.lake import export as export_module
 from warehouse.lake.delta import LakeTable
 from warehouse.lake.export import Exported, export_lake
 from warehouse.lake.layout import read_definitions
-from warehouse.query import execute
+from warehouse.query.executor import execute
 
 
 def ops(results: list[Exported]) -> dict[str, str]:

@@ -25,9 +25,9 @@ from typing import Any
 import httpx
 
 from tests.warehouse.remote_write.support import body
-from warehouse.engine import Engine
 from warehouse.ingest.batch import read_context
 from warehouse.ingest.models import ModelNames
+from warehouse.kernel.engine import Engine
 from warehouse.remote_write.decode import decode
 from warehouse.remote_write.rows import Limits, SeriesCache
 from warehouse.remote_write.store import store

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 from warehouse.promql import evaluate, render
 
 

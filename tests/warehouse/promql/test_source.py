@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.warehouse.promql import reference as ref
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 from warehouse.promql import source
 from warehouse.promql.plan import text
 

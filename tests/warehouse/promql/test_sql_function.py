@@ -16,9 +16,9 @@ import pytest
 
 from service.serve.server import Server
 from tests.warehouse.promql import reference as ref
-from warehouse import query
 from warehouse.errors import UserError
 from warehouse.promql import evaluate, render, sql_function
+from warehouse.query import executor
 from warehouse.security.users import add_user
 
 with warnings.catch_warnings():
@@ -55,7 +55,7 @@ def cur(server: Server) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def rows(cur: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
-    return list(query.execute(cur, sql).read_all().to_pylist())
+    return list(executor.execute(cur, sql).read_all().to_pylist())
 
 
 Points = dict[tuple[int, tuple[tuple[str, str], ...]], float]

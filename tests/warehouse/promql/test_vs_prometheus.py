@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.warehouse.promql import reference as ref
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 from warehouse.promql import evaluate, render
 from warehouse.promql.plan import PromQLError
 

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.warehouse.remote_write.support import STALE, body, dcgm_labels, scrape
-from warehouse.engine import Engine
 from warehouse.ingest.batch import read_context
 from warehouse.ingest.models import ModelNames
+from warehouse.kernel.engine import Engine
 from warehouse.remote_write import labels as mapping
 from warehouse.remote_write.decode import decode, merge
 from warehouse.remote_write.rows import BadRequest, Limits, SeriesCache

@@ -9,7 +9,7 @@ import pytest
 
 from tests.browser import Browser
 from warehouse.analyses import all_analyses
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 from warehouse.report import build_html
 from warehouse.report.sections import SECTIONS
 

@@ -10,8 +10,8 @@ import duckdb
 import pytest
 
 from tests.exporter import FIELDS, Exporter
-from warehouse.engine import Engine
 from warehouse.ingest.models import ModelNames
+from warehouse.kernel.engine import Engine
 from warehouse.scrape.exposition import BadScrape, parse
 from warehouse.scrape.scraper import Scraper
 from warehouse.scrape.store import store_round

@@ -9,8 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from warehouse.engine import Engine
 from warehouse.errors import UserError
+from warehouse.kernel.engine import Engine
 from warehouse.security.policy import Refused, authorize
 
 CASES = Path(__file__).with_name("policy_cases.sql")

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import Draw
-from warehouse.engine import Engine
 from warehouse.errors import UserError
+from warehouse.kernel.engine import Engine
 from warehouse.security.policy import authorize
 
 SAFE = [

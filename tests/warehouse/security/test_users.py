@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from warehouse.engine import Engine
 from warehouse.errors import UserError
+from warehouse.kernel.engine import Engine
 from warehouse.security import users
 
 

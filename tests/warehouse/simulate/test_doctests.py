@@ -7,7 +7,7 @@ from types import ModuleType
 
 import pytest
 
-from warehouse import hostlist
+from warehouse.jobs import hostlist
 from warehouse.simulate import inventory, job_labels, sacct, scontrol, tables, telemetry_plan
 
 

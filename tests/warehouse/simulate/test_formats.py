@@ -12,7 +12,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from warehouse import hostlist
+from warehouse.jobs import hostlist
 from warehouse.simulate import SimulatedCluster, write_formats
 from warehouse.simulate.metrics import METRICS
 from warehouse.simulate.sacct import FIELDS

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from warehouse import hostlist
+from warehouse.jobs import hostlist
 from warehouse.simulate import SimConfig, SimulatedCluster
 from warehouse.simulate.inventory import (
     CLUSTERS,

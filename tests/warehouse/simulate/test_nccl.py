@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 
 from udfs.collectives import busbw_factor
-from warehouse import arrow_tables
-from warehouse.engine import Engine
+from warehouse.kernel import arrow_tables
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, nccl
 from warehouse.simulate.inventory import Inventory, build_inventory
 from warehouse.simulate.nccl import BUSBW_FACTOR, SIZES, host_link_gbs, probe_results

@@ -11,10 +11,10 @@ from pathlib import Path
 import pyarrow.csv as pacsv
 import pytest
 
-from warehouse import hostlist
-from warehouse.engine import Engine
 from warehouse.ingest import ingest
 from warehouse.ingest import scontrol_fields as sf
+from warehouse.jobs import hostlist
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimulatedCluster, write_formats
 from warehouse.simulate.sacct import FIELDS
 from warehouse.simulate.scontrol import index_ranges, parse_index_ranges

@@ -10,7 +10,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimulatedCluster, simulate_cluster
 from warehouse.simulate.inventory import load_gpu_specs
 from warehouse.simulate.metrics import METRICS

@@ -15,7 +15,6 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from warehouse import telemetry
 from warehouse.dynamic.plan.aggregate import key_positions, plan_aggregate
 from warehouse.dynamic.plan.delta import restrict_to_delta
 from warehouse.dynamic.plan.determinism import nondeterminism_reason
@@ -25,8 +24,9 @@ from warehouse.dynamic.plan.kinds import Aggregate, Append, Full, Groups, Plan, 
 from warehouse.dynamic.plan.merge import merge
 from warehouse.dynamic.plan.normalize import normalize_group_by
 from warehouse.dynamic.plan.shape import classify, source_tables
+from warehouse.kernel.tables import TRACKED
 from warehouse.promql import sql_function
-from warehouse.tables import TRACKED
+from warehouse.tsdb import write
 
 _PROMQL = "a PromQL table function (promql_range, promql_query) is evaluated afresh at each refresh"
 
@@ -145,6 +145,6 @@ def _not_null(con: duckdb.DuckDBPyConnection | None, source: str | exp.Select) -
             [table],
         ).fetchall()
         found.update(prefix + r[0] for r in rows)
-        if telemetry.is_view(table):  # a view: its NOT NULL columns are its tables'
-            found.update(prefix + c for c in telemetry.REQUIRED)
+        if write.is_view(table):  # a view: its NOT NULL columns are its tables'
+            found.update(prefix + c for c in write.REQUIRED)
     return frozenset(found)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from warehouse.dynamic.plan.delta import BATCH_COLUMN
-from warehouse.tables import REFERENCE
+from warehouse.kernel.tables import REFERENCE
 
 SEQ_COLUMN = "seq"
 LOG_COLUMNS = ("seq", "kind")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from warehouse.tables import REFERENCE
+from warehouse.kernel.tables import REFERENCE
 
 #: Aggregates whose value over old + new rows follows from their values over each part.
 DECOMPOSABLE = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg, exp.ArgMax, exp.ArgMin)

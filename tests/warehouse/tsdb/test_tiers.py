@@ -1,0 +1,115 @@
+"""The downsampling tiers equal the raw recompute after any inserts, updates and deletes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
+from warehouse.tsdb import tiers
+
+sample = st.tuples(
+    st.integers(0, 150),  # seconds × 20 after the start: several samples a minute, some equal
+    st.sampled_from(["a", "b"]),
+    st.sampled_from(["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"]),
+    st.one_of(st.none(), st.integers(-50, 50).map(float)),
+)
+step = st.one_of(
+    st.tuples(st.just("insert"), st.lists(sample, min_size=1, max_size=12)),
+    st.tuples(st.just("delete"), st.integers(-50, 50)),
+    st.tuples(st.just("update"), st.integers(-50, 50)),
+    st.tuples(st.just("move"), st.integers(-50, 50)),
+    st.tuples(st.just("truncate"), st.none()),
+)
+
+
+@pytest.fixture(scope="module")
+def eng() -> Iterator[Engine]:
+    with Engine(":memory:") as engine:
+        yield engine
+
+
+def _apply(eng: Engine, action: str, arg: object) -> None:
+    cur = eng.cursor()
+    if action == "insert":
+        assert isinstance(arg, list)
+        values = ", ".join(
+            "(TIMESTAMPTZ '2026-11-01' + to_seconds(? * 20), ?, 0, ?, ?)" for _ in arg
+        )
+        params = [v for row in arg for v in row]
+        sql = f"INSERT INTO gpu_metrics (ts, host, gpu, metric, value) VALUES {values}"
+        execute(cur, sql, params).read_all()
+    elif action == "delete":
+        execute(cur, "DELETE FROM gpu_metrics WHERE value < ?", [arg]).read_all()
+    elif action == "update":
+        execute(cur, "UPDATE gpu_metrics SET value = -value WHERE value > ?", [arg]).read_all()
+    elif action == "move":  # into another minute, maybe another hour
+        sql = "UPDATE gpu_metrics SET ts = ts + INTERVAL 50 MINUTE WHERE value = ?"
+        execute(cur, sql, [arg]).read_all()
+    elif action == "truncate":
+        execute(cur, "TRUNCATE gpu_metrics").read_all()
+    cur.close()
+
+
+def _same(got: list[tuple[object, ...]], want: list[tuple[object, ...]]) -> bool:
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want, strict=True):
+        for a, b in zip(g, w, strict=True):
+            if isinstance(a, float) and isinstance(b, float):
+                if not math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-9):
+                    return False
+            elif a != b:
+                return False
+    return True
+
+
+@pytest.mark.parametrize("tier", sorted(tiers.RECOMPUTE))
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=st.lists(step, min_size=1, max_size=8))
+def test_a_tier_equals_the_recompute_from_raw_after_every_write(
+    eng: Engine, tier: str, steps: list[tuple[str, object]]
+) -> None:
+    execute(eng.cursor(), "TRUNCATE gpu_metrics").read_all()
+    tiers.fold(eng.con)
+    order = "ORDER BY bucket, metric, host"
+    for action, arg in steps:
+        _apply(eng, action, arg)
+        tiers.fold(eng.con)
+        got = eng.con.sql(f"SELECT * FROM {tier} {order}").fetchall()
+        want = eng.con.sql(f"SELECT * FROM ({tiers.RECOMPUTE[tier]}) {order}").fetchall()
+        assert _same(got, want), (action, arg, got, want)
+
+
+def test_writers_only_append_and_a_fold_catches_up_with_several_at_once(eng: Engine) -> None:
+    """Two transactions that insert samples of one bucket both commit (neither updates a tier
+    row; each adds a series for the new label set, as neither sees the other's); the next fold
+    merges the twin series and takes both batches and an UPDATE between them."""
+    execute(eng.cursor(), "TRUNCATE gpu_metrics").read_all()
+    tiers.fold(eng.con)
+    first, second = eng.cursor(), eng.cursor()
+    insert = (
+        "INSERT INTO gpu_metrics (ts, host, metric, value) "
+        "VALUES (TIMESTAMPTZ '2026-11-01' + to_seconds(?), 'a', 'X', ?)"
+    )
+    first.execute("BEGIN TRANSACTION")
+    second.execute("BEGIN TRANSACTION")
+    execute(first, insert, [10, 1]).read_all()
+    execute(second, insert, [20, 2]).read_all()
+    first.execute("COMMIT")
+    second.execute("COMMIT")
+    execute(eng.cursor(), "UPDATE gpu_metrics SET value = 5 WHERE value = 1").read_all()
+    assert eng.con.sql("SELECT count(*) FROM gpu_metrics_1m").fetchall() == [(0,)]
+    assert tiers.fold(eng.con) == 2
+    got = "SELECT samples, value_sum, value_min, value_max, value_last FROM gpu_metrics_1m"
+    assert eng.con.sql(got).fetchall() == [(2, 7.0, 2.0, 5.0, 2.0)]
+    twins = "SELECT count(*) FROM wanka.gpu_series WHERE metric = 'X'"
+    assert eng.con.sql(twins).fetchall() == [(1,)]
+    assert tiers.fold(eng.con) == 0

@@ -1,0 +1,1 @@
+"""Cluster health: findings over the health dynamic tables, and judging them on simulated faults."""

@@ -1,0 +1,1 @@
+"""Jobs: which job held which GPU (attribution), per-job statistics, Slurm host lists."""

@@ -1,0 +1,1 @@
+"""The database kernel: the DuckDB file, its schema steps, catalog, tables and transactions."""

@@ -1,0 +1,1 @@
+"""Reading users' SQL text: statements, scripts and what a statement reads."""

@@ -1,0 +1,1 @@
+"""Prometheus remote_write: decoding WriteRequests into telemetry rows."""

@@ -1,0 +1,224 @@
+"""INSERT, UPDATE and DELETE on gpu_metrics, run on the series and samples behind it.
+
+DuckDB cannot write through a view, so a statement whose target is gpu_metrics is rewritten
+(sqlglot tree, DuckDB dialect) and run here, on the caller's cursor, in the caller's
+transaction:
+
+- INSERT: its source (VALUES or a query, with the parameters given) is run into a temporary
+  table, whose rows `warehouse.tsdb.write.insert_from` adds as series and samples;
+- DELETE: on wanka.gpu_samples, USING wanka.gpu_series joined by series id, the WHERE as written
+  (columns of gpu_metrics name either table's columns: their names do not overlap);
+- UPDATE: the same, for SET of value, ts or batch_id. The other columns name the series a
+  sample belongs to; changing them is a DELETE and an INSERT, and is refused with that advice.
+
+The triggers on wanka.gpu_samples log each statement as a change of gpu_metrics, as before;
+the samples an UPDATE or DELETE touches are noted for the downsampling tiers to rebuild
+(`telemetry_tiers.mark`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from warehouse.errors import UserError
+from warehouse.tsdb import tiers, write
+
+Params = Sequence[Any] | dict[str, Any] | None
+
+_JOIN = "gpu_samples.series_id = gpu_series.series_id"
+
+
+def targets_view(target: tuple[str, str] | None) -> bool:
+    """Whether a statement's written table (schema, name) is gpu_metrics."""
+    return target is not None and write.is_view(".".join(p for p in target if p))
+
+
+def run(cur: duckdb.DuckDBPyConnection, text: str, params: Params) -> int:
+    """Run one INSERT, UPDATE, DELETE or TRUNCATE of gpu_metrics; the rows it changed."""
+    try:
+        tree = sqlglot.parse_one(text, dialect="duckdb")
+    except SqlglotError as error:
+        raise UserError(f"could not read this statement on gpu_metrics: {error}") from None
+    if tree.args.get("returning"):
+        raise UserError("RETURNING is not supported on gpu_metrics")
+    if isinstance(tree, exp.Insert):
+        return _insert(cur, tree, params)
+    if isinstance(tree, exp.Delete):
+        return _changed(cur, *_delete_sql(tree), params)
+    if isinstance(tree, exp.Update):
+        return _changed(cur, *_update_sql(tree), params)
+    if isinstance(tree, exp.TruncateTable):
+        keys = f"SELECT series_id, ts FROM {write.SAMPLES}"
+        return _changed(cur, f"DELETE FROM {write.SAMPLES}", keys, None)
+    raise UserError(f"this statement cannot write gpu_metrics: {text[:80]}")
+
+
+def _run(cur: duckdb.DuckDBPyConnection, sql: str, params: Params) -> int:
+    rows = cur.execute(sql, params).fetchall() if params else cur.execute(sql).fetchall()
+    return int(rows[0][0]) if rows else 0
+
+
+def _changed(cur: duckdb.DuckDBPyConnection, sql: str, keys: str, params: Params) -> int:
+    """Run an UPDATE or DELETE of samples, first noting the series and times it touches
+    (`keys`, before and after) for the tiers to rebuild."""
+    tiers.mark(cur, keys, params)
+    return _run(cur, sql, params)
+
+
+def _insert(cur: duckdb.DuckDBPyConnection, tree: exp.Insert, params: Params) -> int:
+    if tree.args.get("conflict"):
+        raise UserError("INSERT ... ON CONFLICT is not supported on gpu_metrics")
+    source = tree.expression
+    if source is None:
+        raise UserError("INSERT INTO gpu_metrics needs VALUES or a query")
+    given = [c.name for c in tree.this.expressions] if isinstance(tree.this, exp.Schema) else []
+    temp = f"_wanka_gpu_metrics_in_{threading.get_ident()}"
+    sql = source.sql(dialect="duckdb")
+    body = f"SELECT * FROM ({sql}) AS _src" if isinstance(source, exp.Values) else sql
+    cur.execute(f'CREATE OR REPLACE TEMP TABLE "{temp}" AS {body}', params or None)
+    try:
+        found = [row[0] for row in cur.execute(f'DESCRIBE "{temp}"').fetchall()]
+        names = _names(tree, given, found)
+        if names != found:
+            renames = ", ".join(
+                f"{_quoted(old)} AS {new}" for old, new in zip(found, names, strict=True)
+            )
+            relation = f'(SELECT {renames} FROM "{temp}")'
+        else:
+            relation = f'"{temp}"'
+        return write.insert_from(cur, relation, set(names))
+    finally:
+        with contextlib.suppress(duckdb.TransactionException):  # aborted: keep the first error
+            cur.execute(f'DROP TABLE IF EXISTS "{temp}"')
+
+
+def _quoted(name: str) -> str:
+    """A column name as a quoted identifier (DuckDB names `value * 1.5` after its text).
+
+    >>> _quoted('("value" * 1.5)')
+    '"(""value"" * 1.5)"'
+    """
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _names(tree: exp.Insert, given: list[str], found: list[str]) -> list[str]:
+    """The gpu_metrics column each source column goes to: the list given, the source's own
+    names for BY NAME, else the view's columns in order."""
+    columns = list(write.COLUMNS)
+    if tree.args.get("by_name"):
+        names = found
+    elif given:
+        names = given
+    else:
+        names = columns[: len(found)]
+    if len(names) != len(found) or len(found) > len(columns):
+        raise UserError(
+            f"INSERT INTO gpu_metrics: {len(found)} values for {len(names) or len(columns)} columns"
+        )
+    for name in names:
+        if name not in write.COLUMNS:
+            raise UserError(f"gpu_metrics has no column {name!r}")
+    if len(set(names)) != len(names):
+        raise UserError("INSERT INTO gpu_metrics names a column twice")
+    return names
+
+
+def _keys(tables: str, where: str, sets: dict[str, str] | None = None) -> str:
+    """The series and times of the samples a statement touches (and where an UPDATE of ts
+    moves them), as the tiers need them. An UPDATE's SET expressions are all selected, in
+    their order, so that the statement's parameters bind here as they do there."""
+    sets = sets or {}
+    times = f"[gpu_samples.ts, {sets['ts']}]" if "ts" in sets else "[gpu_samples.ts]"
+    extra = "".join(f", {value} AS _set{i}" for i, value in enumerate(sets.values()))
+    rows = (
+        f"SELECT gpu_samples.series_id, unnest({times}) AS ts{extra} "
+        f"FROM {write.SAMPLES}, {tables} WHERE {_JOIN}{where}"
+    )
+    return f"SELECT series_id, ts FROM ({rows})"
+
+
+def _delete_sql(tree: exp.Delete) -> tuple[str, str]:
+    alias = _alias(tree.this)
+    where = _where(tree, alias)
+    using = [u.sql(dialect="duckdb") for u in tree.args.get("using") or []]
+    tables = ", ".join([write.SERIES, *using])
+    delete = f"DELETE FROM {write.SAMPLES} USING {tables} WHERE {_JOIN}{where}"
+    return delete, _keys(tables, where)
+
+
+def _update_sql(tree: exp.Update) -> tuple[str, str]:
+    alias = _alias(tree.this)
+    sets = []
+    values: dict[str, str] = {}
+    for assignment in tree.expressions:
+        column = assignment.this
+        name = column.name if isinstance(column, exp.Column) else str(column)
+        if name not in write.SAMPLE_COLUMNS:
+            raise UserError(
+                f"UPDATE of gpu_metrics.{name} is not supported: the labels name the series a "
+                "sample belongs to; DELETE the rows and INSERT them with the new labels"
+            )
+        value = _requalified(assignment.expression, alias)
+        sets.append(f"{name} = {value.sql(dialect='duckdb')}")
+        values[name] = value.sql(dialect="duckdb")
+    extra = tree.args.get("from")
+    tables = write.SERIES + (
+        ", " + ", ".join(e.sql(dialect="duckdb") for e in extra.expressions) if extra else ""
+    )
+    where = _where(tree, alias)
+    update = f"UPDATE {write.SAMPLES} SET {', '.join(sets)} FROM {tables} WHERE {_JOIN}{where}"
+    return update, _keys(tables, where, values)
+
+
+def _alias(target: exp.Expression) -> str:
+    """The name the statement's columns may be qualified with: the alias, else gpu_metrics."""
+    table = target.this if isinstance(target, exp.Schema) else target
+    return (table.alias or table.name) if isinstance(table, exp.Table) else write.VIEW
+
+
+def _where(tree: exp.Expression, alias: str) -> str:
+    where = tree.args.get("where")
+    if where is None:
+        return ""
+    return f" AND ({_requalified(where.this, alias).sql(dialect='duckdb')})"
+
+
+def _requalified(node: exp.Expression, alias: str) -> exp.Expression:
+    """`node` with columns qualified by the target's name moved to the table that holds them;
+    subqueries are left alone (their names are their own)."""
+    node = node.copy()
+
+    def fix(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Column) and n.table and n.table.lower() == alias.lower():
+            holder = "gpu_series" if n.name in write.LABEL_COLUMNS else "gpu_samples"
+            return exp.column(n.name, table=holder)
+        return n
+
+    return _transform_outside_subqueries(node, fix)
+
+
+def _transform_outside_subqueries(
+    node: exp.Expression, fix: Callable[[exp.Expression], exp.Expression]
+) -> exp.Expression:
+    if isinstance(node, exp.Select | exp.Subquery):
+        return node
+    for key, child in list(node.args.items()):
+        if isinstance(child, exp.Expression):
+            node.set(key, _transform_outside_subqueries(child, fix))
+        elif isinstance(child, list):
+            node.set(
+                key,
+                [
+                    _transform_outside_subqueries(c, fix) if isinstance(c, exp.Expression) else c
+                    for c in child
+                ],
+            )
+    return fix(node)
