@@ -34,6 +34,7 @@ from warehouse.dynamic.shipped import install_shipped, shipped_folder
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 from warehouse.simulate import SimConfig, simulate_cluster
+from warehouse.tsdb.append import append
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -43,7 +44,7 @@ def insert(engine: Engine, rows: pa.Table) -> int:
     with engine.transaction() as cur:
         batch = cur.sql("SELECT nextval('wanka.batch_seq')").fetchall()[0][0]
         tagged = rows.append_column("batch_id", pa.array(np.full(rows.num_rows, batch)))
-        return engine.insert_arrow(cur, "gpu_metrics", tagged)
+        return append(cur, tagged).gpu
 
 
 def refresh(engine: Engine, name: str) -> tuple[float, str]:

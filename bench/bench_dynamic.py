@@ -50,6 +50,7 @@ from refresh_profile import profile
 from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, simulate_cluster
 from warehouse.simulate.config import DEFAULT_START
+from warehouse.tsdb.append import append
 
 ROOT = Path(__file__).resolve().parents[1]
 ROLLUP = (ROOT / "sql/dynamic/gpu_hourly_host.sql").read_text()
@@ -95,7 +96,7 @@ class Appender:
             self.used[i] += n
         data = pa.concat_tables(parts)
         data = data.append_column("batch_id", pa.array(np.full(data.num_rows, batch_id)))
-        self.engine.insert_arrow(cur, "gpu_metrics", data)
+        append(cur, data)
         cur.close()
         return batch_id
 
@@ -150,12 +151,12 @@ def load(engine: Engine, gpus: int, history_rows: int = 0) -> tuple[int, pa.Tabl
             chunk = chunk.set_column(chunk.column_names.index("ts"), "ts", shifted)
             batch_id = int(cur.execute("SELECT nextval('wanka.batch_seq')").fetchall()[0][0])
             chunk = chunk.append_column("batch_id", pa.array(np.full(chunk.num_rows, batch_id)))
-            held += engine.insert_arrow(cur, "gpu_metrics", chunk)
+            held += append(cur, chunk).gpu
     for k0 in range(0, base_scrapes, 12):  # ingest-sized batches of 12 scrapes, own batch ids
         chunk = pa.Table.from_batches(scrapes[k0 : min(base_scrapes, k0 + 12)])
         batch_id = int(cur.execute("SELECT nextval('wanka.batch_seq')").fetchall()[0][0])
         chunk = chunk.append_column("batch_id", pa.array(np.full(chunk.num_rows, batch_id)))
-        base += engine.insert_arrow(cur, "gpu_metrics", chunk)
+        base += append(cur, chunk).gpu
     existing = pa.Table.from_batches(scrapes[base_scrapes : base_scrapes + POOL_SCRAPES])
     new = pa.Table.from_batches(scrapes[base_scrapes + POOL_SCRAPES :])
     cur.execute("CHECKPOINT")

@@ -42,6 +42,7 @@ from warehouse.dynamic.shipped import install_shipped, shipped_folder
 from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, simulate_cluster
 from warehouse.tsdb import retention, tiers
+from warehouse.tsdb.append import append
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
 RANGES = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}
@@ -162,7 +163,7 @@ def build(engine: Engine, args: argparse.Namespace) -> tuple[int, float, float, 
             day_end += timedelta(days=1)
         began = time.perf_counter()
         with engine.transaction() as tx:
-            samples += engine.insert_arrow(tx, "gpu_metrics", table)
+            samples += append(tx, table).gpu
         ingest_s += time.perf_counter() - began
     end = pc.max(table["ts"]).as_py() + timedelta(seconds=args.interval)
     upkeep_s += upkeep(end)

@@ -45,11 +45,11 @@ from warehouse.ingest import ReadOptions, ingest  # noqa: E402
 from warehouse.ingest.base import Source  # noqa: E402
 from warehouse.ingest.batch import read_context  # noqa: E402
 from warehouse.ingest.dcgm import read  # noqa: E402
-from warehouse.kernel.arrow_tables import insert_arrow  # noqa: E402
 from warehouse.kernel.engine import Engine  # noqa: E402
 from warehouse.simulate import SimConfig, simulate_cluster  # noqa: E402
 from warehouse.simulate.formats import csv_ready  # noqa: E402
 from warehouse.simulate.prom import PromWriter  # noqa: E402
+from warehouse.tsdb.append import append  # noqa: E402
 
 TARGET_PER_S = 1_000_000
 MAX_RATIO = 3.0
@@ -126,7 +126,7 @@ def time_store(tables: list[pa.Table], db: Path) -> tuple[float, int]:
             rows = 0
             for table in tables:
                 batch = pa.array(np.full(table.num_rows, 1, np.int64))
-                rows += insert_arrow(cur, "gpu_metrics", table.append_column("batch_id", batch))
+                rows += append(cur, table.append_column("batch_id", batch)).gpu
         return time.perf_counter() - began, rows
     finally:
         engine.close()

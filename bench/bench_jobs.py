@@ -45,6 +45,7 @@ from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 from warehouse.simulate import SimConfig, simulate_cluster
 from warehouse.simulate.truth import JobUsage, truth_job_ids
+from warehouse.tsdb.append import append
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB_TABLES = ("job_gpu_usage_daily", "job_gpu_usage_by_gpu", "job_gpu_usage")
@@ -78,7 +79,7 @@ def load(engine: Engine, cfg: SimConfig) -> tuple[pa.Table, dict[str, float]]:
         batch_id = int(cur.execute("SELECT nextval('wanka.batch_seq')").fetchall()[0][0])
         rows = pa.Table.from_batches([batch])
         rows = rows.append_column("batch_id", pa.array(np.full(rows.num_rows, batch_id)))
-        samples += engine.insert_arrow(cur, "gpu_metrics", rows)
+        samples += append(cur, rows).gpu
     took["ingest"] = time.perf_counter() - began
     took["samples"] = samples
     cur.execute("CHECKPOINT")

@@ -46,7 +46,7 @@ from warehouse.kernel.engine import Engine
 from warehouse.remote_write.decode import decode
 from warehouse.remote_write.messages import WriteRequest
 from warehouse.remote_write.rows import Limits, SeriesCache
-from warehouse.remote_write.store import store
+from warehouse.tsdb.append import append
 
 REPO = Path(__file__).resolve().parents[1]
 DASHBOARD = REPO.parent / "shared" / "data" / "grafana" / "dcgm-exporter-dashboard.json"
@@ -162,7 +162,7 @@ def load(db: str, prometheus: str, gpus: int, steps: int, start_ms: int) -> dict
                 raise SystemExit(
                     f"prometheus refused a request: {answer.status_code} {answer.text}"
                 )
-            store(cur, decode(body, cache, limits), cache=cache)
+            append(cur, decode(body, cache, limits), cache=cache)
             took["prometheus"] += t1 - t0
             took["wanka"] += time.perf_counter() - t1
             took["samples"] += samples

@@ -48,7 +48,7 @@ from warehouse.kernel.engine import Engine  # noqa: E402
 from warehouse.remote_write.decode import decode, merge  # noqa: E402
 from warehouse.remote_write.messages import WriteRequest  # noqa: E402
 from warehouse.remote_write.rows import Limits, SeriesCache  # noqa: E402
-from warehouse.remote_write.store import store  # noqa: E402
+from warehouse.tsdb.append import append  # noqa: E402
 
 TARGET_PER_S = 400_000
 PER_REQUEST = 2_000
@@ -149,7 +149,7 @@ def main() -> None:
             decode_s = time.perf_counter() - began
             began = time.perf_counter()
             for group in _groups(decoded):
-                store(cur, merge(group), cache=cache)
+                append(cur, merge(group), cache=cache)
             store_s = time.perf_counter() - began
             began = time.perf_counter()
             ingest_stream(text, "dcgm", io.BytesIO(body_text), f"scrape-{scrape}.prom")

@@ -48,6 +48,7 @@ from warehouse.dynamic.shipped import install_shipped, shipped_folder
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 from warehouse.simulate.cluster import SimulatedCluster
+from warehouse.tsdb.append import append
 
 V11_TABLE = """CREATE TABLE gpu_metrics (
     ts TIMESTAMPTZ NOT NULL, host VARCHAR NOT NULL, gpu INTEGER, uuid VARCHAR, model VARCHAR,
@@ -114,9 +115,7 @@ def store_wanka(folder: Path, cluster: SimulatedCluster, base: int, repeats: int
     with Engine(str(folder / "wanka.duckdb")) as eng:
         load_inventory(eng, cluster)
         install_shipped(eng)
-        out = load_samples(
-            eng, cluster, None, lambda tx, rows: eng.insert_arrow(tx, "gpu_metrics", rows)
-        )
+        out = load_samples(eng, cluster, None, lambda tx, rows: append(tx, rows).gpu)
         out.bytes = used_bytes(eng.con) - base
         out.refresh_s = refresh_all(eng, repeats)
     return out

@@ -12,8 +12,8 @@ import click
 from service.commands.common import Duration, open_engine
 
 if TYPE_CHECKING:
-    from warehouse.remote_write.store import Stored
     from warehouse.scrape.scraper import Round
+    from warehouse.tsdb.append import Appended
 
 
 @click.command()
@@ -61,7 +61,7 @@ def scrape(
         raise SystemExit(1)
 
 
-def _said(done: Round, stored: Stored) -> int:
+def _said(done: Round, stored: Appended) -> int:
     """Print each target's health and what was stored; the number of targets down."""
     down = 0
     for h in done.health:

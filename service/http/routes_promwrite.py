@@ -7,7 +7,7 @@ invalid labels, timestamps out of the accepted window: Prometheus drops it, no r
 415 for another content type or encoding (Remote-Write 2.0's `proto=io.prometheus.write.v2.
 Request` among them: not supported); 503 with Retry-After when the database is busy, which
 Prometheus retries. A retried request whose samples are stored already is answered 204 and
-stores nothing (warehouse/remote_write/store.py).
+stores nothing (warehouse/tsdb/dedupe.py).
 """
 
 from __future__ import annotations

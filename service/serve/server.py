@@ -236,10 +236,10 @@ class Server:
 
     def _store_remote_write(self, rows: Any) -> Any:
         """One group-commit transaction of remote_write rows, counted in /metrics."""
-        from warehouse.remote_write import store
+        from warehouse.tsdb.append import append
 
         with self.writes.hold(rows, self.limits.timeout_s):
-            stored = self.with_cursor(lambda cur: store.store(cur, rows, cache=self._series_cache))
+            stored = self.with_cursor(lambda cur: append(cur, rows, cache=self._series_cache))
         for table, count in (("gpu_metrics", stored.gpu), ("prom_samples", stored.other)):
             self.metrics.count(
                 "wanka_remote_write_samples_total",
@@ -265,10 +265,12 @@ class Server:
     ) -> list[tuple[Any, float | None]]:
         """Refresh dynamic table `name` now; each outcome with its duration in seconds."""
         from warehouse.dynamic.schedule import run_due, seconds
+        from warehouse.tsdb.upkeep import upkeep
 
         self.require(user, "writer", "refresh")
 
         def work(cur: duckdb.DuckDBPyConnection) -> list[tuple[Any, float | None]]:
+            upkeep(cur, drop=False)  # the downsampling tiers first: they follow every batch
             return [(o, seconds(cur, o)) for o in run_due(cur, name=name, full=full)]
 
         with self.writes.hold(work, self.limits.timeout_s):
@@ -298,14 +300,14 @@ class Server:
 
     def _schedule(self, interval_s: float) -> None:
         from warehouse.dynamic.schedule import run_due
-        from warehouse.tsdb import retention
+        from warehouse.tsdb.upkeep import upkeep
 
         cur = self.engine.cursor()
         try:
             while not self.stopping.wait(interval_s):
                 try:
                     with self.writes.hold(cur, interval_s):
-                        dropped = retention.apply(cur)
+                        dropped = upkeep(cur).dropped
                         outcomes = run_due(cur, next_pass_s=interval_s)
                 except WriterBusy:
                     self.metrics.count(

@@ -22,7 +22,7 @@ from warehouse.dynamic.plan.joins import changes_table
 from warehouse.dynamic.plan.kinds import Aggregate, Append, Full, Groups, Plan, Recompute
 from warehouse.kernel.tables import TRACKED
 from warehouse.promql import sql_function
-from warehouse.tsdb import write
+from warehouse.tsdb import relations
 
 
 @dataclass(frozen=True)
@@ -206,18 +206,18 @@ def held_full(cur: duckdb.DuckDBPyConnection, name: str, plan: Plan, key: int) -
 def _batches_of(source: str) -> exp.Table:
     """Where `source`'s newest batch id is read: the table itself, or for gpu_metrics the log
     of its sample inserts (a scan of the samples would walk every row group's zone map)."""
-    return _stored(source, write.BATCHES, db="")
+    return _stored(source, relations.BATCHES, db="")
 
 
 def _rows_of(source: str) -> exp.Table:
     """The table whose count(*) is `source`'s: gpu_metrics is a view, its samples are a table
     (DuckDB counts a table from its metadata, a view by running it)."""
-    return _stored(source, write.SAMPLES, db="main")
+    return _stored(source, relations.SAMPLES, db="main")
 
 
 def _stored(source: str, for_view: str, db: str) -> exp.Table:
     """`source` as a table (in `db`, if given), or `for_view` ('schema.table') for gpu_metrics."""
-    if write.is_view(source):
+    if relations.is_view(source):
         schema, name = for_view.split(".")
         return exp.Table(this=exp.to_identifier(name, quoted=True), db=schema)
     return exp.Table(this=exp.to_identifier(source, quoted=True), db=db or None)

@@ -29,7 +29,6 @@ from warehouse.dynamic.history import RefreshResult, backoff
 from warehouse.dynamic.refresh import RefreshFailed, refresh
 from warehouse.errors import UserError
 from warehouse.kernel.engine import Engine
-from warehouse.tsdb import tiers
 
 __all__ = ["Failed", "Outcome", "Skipped", "backoff", "describe", "run_due", "seconds"]
 
@@ -162,7 +161,6 @@ def run_due(
             cur.close()
     con = target
     run_at = now or datetime.now(UTC)
-    tiers.fold(con)  # the downsampling tiers first: they follow every batch
     tables = entries(con)
     if name is not None:
         name = catalog.check_name(name)

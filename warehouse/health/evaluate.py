@@ -30,7 +30,7 @@ from warehouse.kernel.transactions import transaction
 from warehouse.simulate import SimulatedCluster
 from warehouse.simulate.faults import KINDS, WINDOW_S
 from warehouse.simulate.truth import faults_table, truth_job_ids
-from warehouse.tsdb import write
+from warehouse.tsdb.append import append
 
 #: The fault kind each rule finds; the others find faults the simulator does not inject.
 KIND_OF_RULE = {
@@ -57,7 +57,7 @@ def load(engine: Engine, cluster: SimulatedCluster, max_rows: int = 2_000_000) -
         stored = 0
         for batch in cluster.telemetry_batches(max_rows):
             with transaction(cur):
-                stored += write.insert(cur, pa.Table.from_batches([batch]))
+                stored += append(cur, pa.Table.from_batches([batch])).gpu
         health.refresh_inputs(cur)
         return stored
     finally:

@@ -17,6 +17,8 @@ from typing import Any
 
 import duckdb
 
+from warehouse.tsdb.relations import BATCHES, SERIES
+
 STATES = ("ok", "watch", "drain", "replace")
 _RULE_COLUMNS = ("rule", "state", "threshold", "window_s", "description")
 #: The dynamic table of every finding (sql/dynamic/health_findings.sql) and what it reads.
@@ -46,9 +48,9 @@ def refresh_inputs(cur: duckdb.DuckDBPyConnection) -> None:
 #: What health_findings was last recomputed from: the newest batch of each table it reads
 #: and the rules.
 _KEY = "health_findings_inputs"
-_SIGNATURE = """
+_SIGNATURE = f"""
 SELECT concat_ws(':',
-    (SELECT max(batch_id) FROM wanka.sample_batches), (SELECT max(batch_id) FROM gpu_events),
+    (SELECT max(batch_id) FROM {BATCHES}), (SELECT max(batch_id) FROM gpu_events),
     (SELECT max(batch_id) FROM nccl_results), (SELECT max(batch_id) FROM jobs),
     (SELECT md5(string_agg(concat_ws(',', rule, state, threshold, window_s), ';' ORDER BY rule))
      FROM wanka.health_rules))
@@ -105,10 +107,10 @@ def report(cur: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         if row["gpu"] not in node["gpus"]:
             node["gpus"].append(row["gpu"])
     known = cur.execute(
-        "SELECT count(DISTINCT (host, gpu)), count(DISTINCT host) FROM wanka.gpu_series "
+        f"SELECT count(DISTINCT (host, gpu)), count(DISTINCT host) FROM {SERIES} "
         "WHERE gpu IS NOT NULL"
     ).fetchone()
-    as_of = cur.execute("SELECT max(ts_max) FROM wanka.sample_batches").fetchone()
+    as_of = cur.execute(f"SELECT max(ts_max) FROM {BATCHES}").fetchone()
     assert known is not None and as_of is not None
     worst = sorted(gpus.values(), key=lambda g: (-STATES.index(g["state"]), g["host"], g["gpu"]))
     counts = {s: sum(1 for g in gpus.values() if g["state"] == s) for s in STATES[1:]}

@@ -28,7 +28,8 @@ from warehouse.jobs import attribution
 from warehouse.kernel.arrow_tables import insert_arrow
 from warehouse.kernel.engine import Engine
 from warehouse.kernel.tables import REPLACE_KEYS
-from warehouse.tsdb import events as gpu_events
+from warehouse.tsdb.append import Appender
+from warehouse.tsdb.relations import is_view
 
 #: A line longer than this is kept cut, with the cut said in the reason.
 MAX_RAW_CHARS = 65_536
@@ -105,17 +106,17 @@ def ingest_source(
         opened = sources.open_text_source(
             source, fmt.expected, binary=fmt.binary, hashing=digest is None
         )
+        telemetry = Appender(cur, batch_id)  # its derivations once, over the whole batch
         with opened as handle:
             for chunk in fmt.read(handle.stream, source, options, context):
-                _store(cur, batch_id, source, chunk, result)
+                _store(cur, batch_id, source, chunk, result, telemetry)
                 if progress:
                     progress(chunk.rows.num_rows)
             if digest is None:
                 digest = handle.hashed.hexdigest() if handle.hashed else sources.sha256(source.path)
+        telemetry.finish()  # job labels first: the whole-node rows give way to them
         if result.rows:
             attribution.after_ingest(cur, batch_id, set(result.rows))
-        if "gpu_metrics" in result.rows:
-            gpu_events.note(cur, [batch_id])
         if result.total_rows == 0 and result.rejected:
             reason = result.first_reject.reason if result.first_reject else "unreadable"
             where = (
@@ -196,6 +197,7 @@ def _store(
     source: Source,
     chunk: Parsed,
     result: IngestResult,
+    telemetry: Appender,
 ) -> None:
     rows = chunk.rows
     if rows.num_rows:
@@ -204,7 +206,10 @@ def _store(
         if keys:
             rows = last_per_key(rows, keys)
             _delete_replaced(cur, chunk.table, keys, rows)
-        insert_arrow(cur, chunk.table, rows, events=False)  # noted once the batch is whole
+        if is_view(chunk.table):
+            telemetry.add(rows)
+        else:
+            insert_arrow(cur, chunk.table, rows)
         result.rows[chunk.table] = result.rows.get(chunk.table, 0) + rows.num_rows
     if chunk.rejects:
         if result.first_reject is None:

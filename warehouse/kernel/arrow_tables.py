@@ -9,7 +9,6 @@ import duckdb
 import pyarrow as pa
 
 from warehouse.errors import UserError
-from warehouse.tsdb import write
 
 
 def table_schema(con: duckdb.DuckDBPyConnection, table: str) -> pa.Schema:
@@ -34,16 +33,11 @@ def insert_arrow(
     cur: duckdb.DuckDBPyConnection,
     table: str,
     data: pa.Table | pa.RecordBatchReader,
-    *,
-    events: bool = True,
 ) -> int:
     """INSERT ... BY NAME from an Arrow table or stream; columns it lacks take their defaults.
 
-    Rows for gpu_metrics (a view over the series and samples) go through `warehouse.tsdb.write`;
-    `events`: whether their GPU events are noted now (False: the caller notes its whole batch).
-    """
-    if write.is_view(table):
-        return write.insert(cur, data, events=events)
+    A base table only: telemetry goes in through its store (`warehouse.tsdb.append`), as
+    DuckDB cannot write through the gpu_metrics view."""
     view = f"_wanka_insert_{threading.get_ident()}"
     cur.register(view, data)
     try:

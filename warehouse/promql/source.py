@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from warehouse.promql.plan import Plan, PromQLError, text
+from warehouse.tsdb.relations import SAMPLES, SERIES
 
 _ENTRY = "{{'key': {key}, 'value': {value}}}"
 _JSON_MAP = "map_entries(CAST(coalesce({0}, '{{}}')::JSON AS MAP(VARCHAR, VARCHAR)))"
@@ -159,7 +160,7 @@ def select(plan: Plan, groups: list[list[tuple[str, str, str]]], lo_ms: int, hi_
         "series",
         f"SELECT r.series_id::BIGINT AS sid, {GPU_LABELS} AS labels,\n"
         f"       NULL::VARCHAR AS metric, NULL::VARCHAR AS raw\n"
-        f"FROM wanka.gpu_series r\n"
+        f"FROM {SERIES} r\n"
         f"WHERE ({_pushdown(groups, 'r.metric')}) AND ({_gpu_wanted(groups)})\n"
         f"UNION ALL\n"
         f"{_prom_series(groups, lo_ms, hi_ms)}",
@@ -172,7 +173,7 @@ def label_values(
     """A CTE of the values (`value`) of label `name` among the series the matchers select."""
     return plan.add(
         "values",
-        f"SELECT {gpu_label(name)} AS value FROM wanka.gpu_series r\n"
+        f"SELECT {gpu_label(name)} AS value FROM {SERIES} r\n"
         f"WHERE ({_pushdown(groups, 'r.metric')}) AND ({_gpu_wanted(groups)})\n"
         f"UNION ALL\n"
         f"SELECT coalesce(labels[{text(name)}], '') FROM ({_prom_series(groups, lo_ms, hi_ms)})",
@@ -186,7 +187,7 @@ def samples(plan: Plan, series: str, lo_ms: int, hi_ms: int) -> str:
     return plan.add(
         "samples",
         f"SELECT x.sid, epoch_ms(s.ts) AS ts, s.value AS v, false AS stale\n"
-        f"FROM wanka.gpu_samples s JOIN {series} x ON s.series_id = x.sid WHERE s.{window}\n"
+        f"FROM {SAMPLES} s JOIN {series} x ON s.series_id = x.sid WHERE s.{window}\n"
         f"UNION ALL\n"
         f"SELECT x.sid, epoch_ms(p.ts), p.value, false\n"
         f"FROM prom_samples p JOIN {series} x\n"

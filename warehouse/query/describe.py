@@ -7,6 +7,8 @@ from typing import Any
 
 import duckdb
 
+from warehouse.tsdb.relations import SAMPLES_TABLE
+
 #: Schemas listed; `wanka.users` and `wanka.tokens` never are.
 HIDDEN = frozenset({("wanka", "users"), ("wanka", "tokens")})
 
@@ -25,10 +27,10 @@ def list_tables(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         "UNION ALL SELECT v.schema_name, v.view_name, t.estimated_size, "
         "CASE WHEN t.table_name IS NULL THEN 'view' ELSE 'table' END FROM duckdb_views() v "
         "LEFT JOIN duckdb_tables() t ON v.schema_name = 'main' AND v.view_name = 'gpu_metrics' "
-        "AND t.database_name = v.database_name AND t.schema_name = 'wanka' "
-        "AND t.table_name = 'gpu_samples' "
+        "AND t.database_name = v.database_name AND t.schema_name = ? AND t.table_name = ? "
         "WHERE v.database_name = current_database() AND v.schema_name IN ('main', 'wanka') "
-        "AND NOT v.internal ORDER BY 1, 2"
+        "AND NOT v.internal ORDER BY 1, 2",
+        list(SAMPLES_TABLE),
     ).fetchall()
     by_table = columns(cur)
     found = []

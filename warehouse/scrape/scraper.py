@@ -1,5 +1,5 @@
 """One scrape round: every target's /metrics pulled at once (an async HTTP client), parsed,
-and turned into the rows the remote_write store keeps, as Prometheus would have sent them.
+and turned into the rows the telemetry store keeps, as Prometheus would have sent them.
 
 Per target, as Prometheus does:
 

@@ -1,15 +1,15 @@
-"""A scrape round stored as one batch: its samples through the remote_write store (a sample
+"""A scrape round stored as one batch: its samples through the store's append (a sample
 already stored is not stored again), and wanka.scrape_targets replaced, in one transaction."""
 
 from __future__ import annotations
 
 import duckdb
 
-from warehouse.remote_write.store import Stored, store
 from warehouse.scrape.scraper import Health, Round
+from warehouse.tsdb.append import Appended, append
 
 
-def store_round(cur: duckdb.DuckDBPyConnection, done: Round) -> Stored:
+def store_round(cur: duckdb.DuckDBPyConnection, done: Round) -> Appended:
     """Store `done`; what was new."""
 
     def health(cur: duckdb.DuckDBPyConnection, batch_id: int) -> None:
@@ -20,7 +20,7 @@ def store_round(cur: duckdb.DuckDBPyConnection, done: Round) -> Stored:
                 [_row(h, batch_id) for h in done.health],
             )
 
-    return store(cur, done.rows, then=health)
+    return append(cur, done.rows, then=health)
 
 
 def _row(h: Health, batch_id: int) -> list[object]:

@@ -5,7 +5,7 @@ DuckDB cannot write through a view, so a statement whose target is gpu_metrics i
 transaction:
 
 - INSERT: its source (VALUES or a query, with the parameters given) is run into a temporary
-  table, whose rows `warehouse.tsdb.write.insert_from` adds as series and samples;
+  table, whose rows `warehouse.tsdb.append.append_from` adds as series and samples;
 - DELETE: on wanka.gpu_samples, USING wanka.gpu_series joined by series id, the WHERE as written
   (columns of gpu_metrics name either table's columns: their names do not overlap);
 - UPDATE: the same, for SET of value, ts or batch_id. The other columns name the series a
@@ -29,7 +29,8 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from warehouse.errors import UserError
-from warehouse.tsdb import tiers, write
+from warehouse.tsdb import relations, tiers
+from warehouse.tsdb.append import append_from
 
 Params = Sequence[Any] | dict[str, Any] | None
 
@@ -38,7 +39,7 @@ _JOIN = "gpu_samples.series_id = gpu_series.series_id"
 
 def targets_view(target: tuple[str, str] | None) -> bool:
     """Whether a statement's written table (schema, name) is gpu_metrics."""
-    return target is not None and write.is_view(".".join(p for p in target if p))
+    return target is not None and relations.is_view(".".join(p for p in target if p))
 
 
 def run(cur: duckdb.DuckDBPyConnection, text: str, params: Params) -> int:
@@ -56,8 +57,8 @@ def run(cur: duckdb.DuckDBPyConnection, text: str, params: Params) -> int:
     if isinstance(tree, exp.Update):
         return _changed(cur, *_update_sql(tree), params)
     if isinstance(tree, exp.TruncateTable):
-        keys = f"SELECT series_id, ts FROM {write.SAMPLES}"
-        return _changed(cur, f"DELETE FROM {write.SAMPLES}", keys, None)
+        keys = f"SELECT series_id, ts FROM {relations.SAMPLES}"
+        return _changed(cur, f"DELETE FROM {relations.SAMPLES}", keys, None)
     raise UserError(f"this statement cannot write gpu_metrics: {text[:80]}")
 
 
@@ -94,7 +95,7 @@ def _insert(cur: duckdb.DuckDBPyConnection, tree: exp.Insert, params: Params) ->
             relation = f'(SELECT {renames} FROM "{temp}")'
         else:
             relation = f'"{temp}"'
-        return write.insert_from(cur, relation, set(names))
+        return append_from(cur, relation, set(names))
     finally:
         with contextlib.suppress(duckdb.TransactionException):  # aborted: keep the first error
             cur.execute(f'DROP TABLE IF EXISTS "{temp}"')
@@ -112,7 +113,7 @@ def _quoted(name: str) -> str:
 def _names(tree: exp.Insert, given: list[str], found: list[str]) -> list[str]:
     """The gpu_metrics column each source column goes to: the list given, the source's own
     names for BY NAME, else the view's columns in order."""
-    columns = list(write.COLUMNS)
+    columns = list(relations.COLUMNS)
     if tree.args.get("by_name"):
         names = found
     elif given:
@@ -124,7 +125,7 @@ def _names(tree: exp.Insert, given: list[str], found: list[str]) -> list[str]:
             f"INSERT INTO gpu_metrics: {len(found)} values for {len(names) or len(columns)} columns"
         )
     for name in names:
-        if name not in write.COLUMNS:
+        if name not in relations.COLUMNS:
             raise UserError(f"gpu_metrics has no column {name!r}")
     if len(set(names)) != len(names):
         raise UserError("INSERT INTO gpu_metrics names a column twice")
@@ -140,7 +141,7 @@ def _keys(tables: str, where: str, sets: dict[str, str] | None = None) -> str:
     extra = "".join(f", {value} AS _set{i}" for i, value in enumerate(sets.values()))
     rows = (
         f"SELECT gpu_samples.series_id, unnest({times}) AS ts{extra} "
-        f"FROM {write.SAMPLES}, {tables} WHERE {_JOIN}{where}"
+        f"FROM {relations.SAMPLES}, {tables} WHERE {_JOIN}{where}"
     )
     return f"SELECT series_id, ts FROM ({rows})"
 
@@ -149,8 +150,8 @@ def _delete_sql(tree: exp.Delete) -> tuple[str, str]:
     alias = _alias(tree.this)
     where = _where(tree, alias)
     using = [u.sql(dialect="duckdb") for u in tree.args.get("using") or []]
-    tables = ", ".join([write.SERIES, *using])
-    delete = f"DELETE FROM {write.SAMPLES} USING {tables} WHERE {_JOIN}{where}"
+    tables = ", ".join([relations.SERIES, *using])
+    delete = f"DELETE FROM {relations.SAMPLES} USING {tables} WHERE {_JOIN}{where}"
     return delete, _keys(tables, where)
 
 
@@ -161,7 +162,7 @@ def _update_sql(tree: exp.Update) -> tuple[str, str]:
     for assignment in tree.expressions:
         column = assignment.this
         name = column.name if isinstance(column, exp.Column) else str(column)
-        if name not in write.SAMPLE_COLUMNS:
+        if name not in relations.SAMPLE_COLUMNS:
             raise UserError(
                 f"UPDATE of gpu_metrics.{name} is not supported: the labels name the series a "
                 "sample belongs to; DELETE the rows and INSERT them with the new labels"
@@ -170,18 +171,18 @@ def _update_sql(tree: exp.Update) -> tuple[str, str]:
         sets.append(f"{name} = {value.sql(dialect='duckdb')}")
         values[name] = value.sql(dialect="duckdb")
     extra = tree.args.get("from")
-    tables = write.SERIES + (
+    tables = relations.SERIES + (
         ", " + ", ".join(e.sql(dialect="duckdb") for e in extra.expressions) if extra else ""
     )
     where = _where(tree, alias)
-    update = f"UPDATE {write.SAMPLES} SET {', '.join(sets)} FROM {tables} WHERE {_JOIN}{where}"
+    update = f"UPDATE {relations.SAMPLES} SET {', '.join(sets)} FROM {tables} WHERE {_JOIN}{where}"
     return update, _keys(tables, where, values)
 
 
 def _alias(target: exp.Expression) -> str:
     """The name the statement's columns may be qualified with: the alias, else gpu_metrics."""
     table = target.this if isinstance(target, exp.Schema) else target
-    return (table.alias or table.name) if isinstance(table, exp.Table) else write.VIEW
+    return (table.alias or table.name) if isinstance(table, exp.Table) else relations.VIEW
 
 
 def _where(tree: exp.Expression, alias: str) -> str:
@@ -198,7 +199,7 @@ def _requalified(node: exp.Expression, alias: str) -> exp.Expression:
 
     def fix(n: exp.Expression) -> exp.Expression:
         if isinstance(n, exp.Column) and n.table and n.table.lower() == alias.lower():
-            holder = "gpu_series" if n.name in write.LABEL_COLUMNS else "gpu_samples"
+            holder = "gpu_series" if n.name in relations.LABEL_COLUMNS else "gpu_samples"
             return exp.column(n.name, table=holder)
         return n
 

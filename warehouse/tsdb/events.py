@@ -4,10 +4,10 @@ and GPUs that fell silent while the fleet reported (sql/health/gpu_silence.sql).
 
 dcgm-exporter reports state, not events (its XID field is the last code seen, its ECC fields are
 counters), so an event is a change between a sample and the one before it of the same GPU and
-field; the rules are SQL in sql/health/gpu_events.sql. Every telemetry write calls `note` in its
-transaction once its batch is whole (`warehouse.tsdb.write.insert`, or an ingest after its last
-chunk; `warehouse.remote_write.store` per group commit), so the events of a batch are stored
-with it, once: a delivery stored again adds no samples and so no events. The sample before a
+field; the rules are SQL in sql/health/gpu_events.sql. The store's append calls `note` in its
+transaction once a batch is whole (`warehouse.tsdb.append.derive`: at once, or for an ingest
+after its last chunk), so the events of a batch are stored with it, once: a delivery stored
+again adds no samples and so no events. The sample before a
 batch comes from wanka.gpu_event_state, which each `note` moves on.
 """
 

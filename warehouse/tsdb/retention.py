@@ -30,10 +30,10 @@ from warehouse.dynamic.plan.groups import bucket_width
 from warehouse.dynamic.plan.joins import tables_of
 from warehouse.errors import UserError
 from warehouse.kernel.transactions import transaction
-from warehouse.tsdb import tiers, write
+from warehouse.tsdb import relations, tiers
 
 #: Tables a rule may be set on: their time column and the table whose rows are deleted.
-TIME_TABLES = {"gpu_metrics": ("ts", write.SAMPLES)}
+TIME_TABLES = {"gpu_metrics": ("ts", relations.SAMPLES)}
 STEP = timedelta(days=1)
 #: The most samples one step drops. A DELETE on the samples hands its statement triggers the
 #: deleted rows as an OLD TABLE, which DuckDB holds in memory (~110 B a row, 0.29 s a million,
@@ -162,7 +162,7 @@ def apply(
     now = now or datetime.now(UTC)
     done = []
     ruled = rules(cur)
-    if any(rule.table == write.VIEW for rule in ruled):
+    if any(rule.table == relations.VIEW for rule in ruled):
         tiers.fold(cur)
     for rule in ruled:
         column, stored = TIME_TABLES[rule.table]
@@ -170,8 +170,8 @@ def apply(
         if rule.held_from is not None and cutoff < rule.held_from + GRAIN:
             continue  # the scheduler passes every few seconds: drop in GRAIN steps at least
         oldest = cur.execute(
-            f"SELECT min(ts_min) FROM {write.BATCHES}"  # one row per insert, not a scan
-            if stored == write.SAMPLES
+            f"SELECT min(ts_min) FROM {relations.BATCHES}"  # one row per insert, not a scan
+            if stored == relations.SAMPLES
             else f"SELECT min({column}) FROM {stored}"
         ).fetchall()[0][0]
         edge = max(oldest, rule.held_from or oldest) if oldest is not None else cutoff
@@ -183,8 +183,8 @@ def apply(
                 cur.execute("INSERT INTO wanka.retention_running VALUES (?)", [rule.table])
                 found = cur.execute(f"DELETE FROM {stored} WHERE {column} < ?", [edge])
                 rows += int(found.fetchall()[0][0])
-                if stored == write.SAMPLES:
-                    cur.execute(f"DELETE FROM {write.BATCHES} WHERE ts_max < ?", [edge])
+                if stored == relations.SAMPLES:
+                    cur.execute(f"DELETE FROM {relations.BATCHES} WHERE ts_max < ?", [edge])
                 cur.execute(
                     "DELETE FROM wanka.retention_running WHERE table_name = ?", [rule.table]
                 )
@@ -230,7 +230,7 @@ def _batches(cur: duckdb.DuckDBPyConnection, cutoff: datetime) -> Batches:
     found = cur.execute(
         "SELECT sum(rows)::DOUBLE, epoch(lo), epoch(hi) + 60 FROM ("
         "SELECT rows, time_bucket(INTERVAL 1 MINUTE, ts_min) AS lo, "
-        f"time_bucket(INTERVAL 1 MINUTE, ts_max) AS hi FROM {write.BATCHES} "
+        f"time_bucket(INTERVAL 1 MINUTE, ts_max) AS hi FROM {relations.BATCHES} "
         "WHERE ts_min < ? AND rows > 0) GROUP BY lo, hi",
         [cutoff],
     ).fetchnumpy()

@@ -1,70 +1,57 @@
-"""Writing telemetry: gpu_metrics rows into the series dictionary and the samples.
+"""Writing gpu_metrics rows into the series dictionary and the samples, as they come.
 
-`gpu_metrics` is a view over `wanka.gpu_series` (one row per distinct label set) and
-`wanka.gpu_samples` (series id, ts, value, batch id); sql/schema/0012_compact_telemetry.sql says
-why. Reads need nothing from here. Writes do, as DuckDB cannot write through a view:
+`warehouse.tsdb.append` is the one way in; this is its plain path (the deduplicating one is
+`warehouse.tsdb.dedupe`). DuckDB cannot write through the `gpu_metrics` view, so:
 
 - `insert` appends gpu_metrics-shaped Arrow rows: the label sets not yet known become series
   (ids in metric, host, gpu, ... order), then every row becomes a sample of its series, in the
   order the rows came (a scrape's samples stay metric by metric, as DuckDB compresses best).
   Which rows share a label set is found in Arrow (`warehouse.tsdb.codes`), so the SQL
   compares each distinct set with the series once, not each row's label text.
-- the downsampling tiers follow on the scheduler (`warehouse.tsdb.tiers`); the job labels
-  of the new samples are noted at once (`warehouse.jobs.attribution`).
-- `rewrite` turns an INSERT, UPDATE or DELETE whose target is gpu_metrics into statements on the
-  two tables; `warehouse.query.executor` runs them in place of the user's.
+- `insert_from` appends the rows of a relation (the DML rewrite's INSERT into gpu_metrics).
+
+Each returns what it wrote (`Written`): the caller, `append`, derives from it once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+from dataclasses import dataclass
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 
 from warehouse.errors import UserError
-from warehouse.jobs import attribution
-from warehouse.tsdb import events as gpu_events
 from warehouse.tsdb import tiers
 from warehouse.tsdb.codes import series_codes
+from warehouse.tsdb.relations import (
+    BATCHES,
+    COLUMNS,
+    LABEL_COLUMNS,
+    REQUIRED,
+    SAME_SERIES,
+    SAMPLE_COLUMNS,
+    SAMPLES,
+    SERIES,
+    is_view,
+)
 
-VIEW = "gpu_metrics"
-SERIES = "wanka.gpu_series"
-SAMPLES = "wanka.gpu_samples"
-#: One row per insert of samples (batch id, rows, time range): where a refresh finds new batches.
-BATCHES = "wanka.sample_batches"
-#: The view's columns, in its order, with their types.
-COLUMNS = {
-    "ts": "TIMESTAMPTZ",
-    "host": "VARCHAR",
-    "gpu": "INTEGER",
-    "uuid": "VARCHAR",
-    "model": "VARCHAR",
-    "metric": "VARCHAR",
-    "value": "DOUBLE",
-    "labels": "JSON",
-    "batch_id": "BIGINT",
-}
-#: The columns that name a series (they live in wanka.gpu_series), in id order.
-LABEL_COLUMNS = ("metric", "host", "gpu", "uuid", "model", "labels")
-#: The columns of a sample (wanka.gpu_samples, beside series_id).
-SAMPLE_COLUMNS = ("ts", "value", "batch_id")
-_CODE = "_wanka_set"  # the label set code of an Arrow row (telemetry_codes)
-REQUIRED = ("ts", "host", "metric")
-
-#: Series r and rows x carry the same label set (NULL-safe): how rows find their series.
-SAME_SERIES = " AND ".join(f"r.{c} IS NOT DISTINCT FROM x.{c}" for c in LABEL_COLUMNS)
+_CODE = "_wanka_set"  # the label set code of an Arrow row (codes.series_codes)
 
 
-def is_view(table: str) -> bool:
-    """Whether a table name given to an insert means gpu_metrics.
+@dataclass(frozen=True)
+class Written:
+    """What one write stored: its samples, the batches they went to, and the highest series
+    id before it (the series past it are new)."""
 
-    >>> is_view("gpu_metrics"), is_view('main."gpu_metrics"'), is_view("nodes")
-    (True, True, False)
-    """
-    return table.replace('"', "").lower() in (VIEW, f"main.{VIEW}")
+    rows: int
+    batches: tuple[int, ...]
+    known_series: int
+
+
+NOTHING = Written(0, (), 0)
 
 
 def clear(cur: duckdb.DuckDBPyConnection, table: str) -> None:
@@ -79,25 +66,33 @@ def clear(cur: duckdb.DuckDBPyConnection, table: str) -> None:
 
 
 def insert(
-    cur: duckdb.DuckDBPyConnection, data: pa.Table | pa.RecordBatchReader, *, events: bool = True
-) -> int:
-    """Append gpu_metrics rows (columns matched by name; missing ones are null, a missing
-    batch_id one new batch id for all); returns the rows written."""
+    cur: duckdb.DuckDBPyConnection,
+    data: pa.Table | pa.RecordBatchReader,
+    batch_id: int | None = None,
+) -> Written:
+    """Append gpu_metrics rows (columns matched by name; missing ones are null). Rows without a
+    batch_id column go to batch `batch_id`, or to one new batch for all of them."""
+    given = "batch_id" in data.schema.names
+    if not given and batch_id is None:
+        batch_id = next_batch(cur)
     if isinstance(data, pa.RecordBatchReader):  # a stream: one batch id for all of it too
-        batch_id = None if "batch_id" in data.schema.names else _next_batch(cur)
-        written = 0
-        for part in data:
-            rows = pa.Table.from_batches([part])
-            if batch_id is not None:
-                rows = rows.append_column("batch_id", pa.array([batch_id] * rows.num_rows))
-            written += insert(cur, rows)
-        return written
+        parts = [insert(cur, pa.Table.from_batches([part]), batch_id) for part in data]
+        return _sum(parts)
     unknown = [c for c in data.schema.names if c not in COLUMNS]
     if unknown:
         raise UserError(f"gpu_metrics has no column {unknown[0]!r} (columns: {', '.join(COLUMNS)})")
     if not data.num_rows:
-        return 0
-    return _insert_coded(cur, data, set(data.schema.names), events)
+        return NOTHING
+    if not given:
+        data = data.append_column("batch_id", pa.array([batch_id] * data.num_rows, pa.int64()))
+    return _insert_coded(cur, data, set(data.schema.names))
+
+
+def _sum(parts: list[Written]) -> Written:
+    if not parts:
+        return NOTHING
+    batches = sorted({b for part in parts for b in part.batches})
+    return Written(sum(p.rows for p in parts), tuple(batches), parts[0].known_series)
 
 
 def _cast(names: set[str], wanted: tuple[str, ...]) -> str:
@@ -111,13 +106,13 @@ def _cast(names: set[str], wanted: tuple[str, ...]) -> str:
     return ", ".join(column(c) for c in wanted)
 
 
-def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) -> int:
+def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) -> Written:
     """Append the rows of `relation` (a table, view or registered Arrow name whose columns
     `names` are gpu_metrics columns)."""
     rows = f"(SELECT {_cast(names, tuple(COLUMNS))} FROM {relation})"
     labels = ", ".join(LABEL_COLUMNS)
     # one statement, one batch (an ingest always gives its own)
-    batch = "x.batch_id" if "batch_id" in names else str(_next_batch(cur))
+    batch = "x.batch_id" if "batch_id" in names else str(next_batch(cur))
     # a label set has one series, except where two transactions added it at once (neither
     # saw the other's): then its samples go to the first, and a fold merges the others
     samples = (
@@ -128,9 +123,7 @@ def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
     return _store(cur, f"{rows} AS x", samples, rows, batch)
 
 
-def _insert_coded(
-    cur: duckdb.DuckDBPyConnection, data: pa.Table, names: set[str], events: bool
-) -> int:
+def _insert_coded(cur: duckdb.DuckDBPyConnection, data: pa.Table, names: set[str]) -> Written:
     """`insert_from` for Arrow rows, the label sets found in Arrow first (telemetry_codes): the
     SQL matches each distinct set to its series once, and the rows by an integer code."""
     present = [c for c in LABEL_COLUMNS if c in names]
@@ -147,7 +140,7 @@ def _insert_coded(
         labels = ", ".join(LABEL_COLUMNS)
         series = f"(SELECT {_CODE}, {_cast(names, LABEL_COLUMNS)} FROM {sets_view})"
         samples = f"(SELECT {_CODE}, {_cast(names, SAMPLE_COLUMNS)} FROM {rows_view})"
-        batch = "x.batch_id" if "batch_id" in names else str(_next_batch(cur))
+        batch = "x.batch_id"
         ids = (
             f"SELECT x.{_CODE}, r.series_id FROM {series} AS x "
             f"JOIN (SELECT min(series_id) AS series_id, {labels} FROM {SERIES} GROUP BY ALL) r "
@@ -157,7 +150,7 @@ def _insert_coded(
             f"SELECT i.series_id, x.ts, x.value, {batch} FROM {samples} AS x "
             f"JOIN ({ids}) i ON i.{_CODE} = x.{_CODE}"
         )
-        return _store(cur, f"{series} AS x", select, samples, batch, events)
+        return _store(cur, f"{series} AS x", select, samples, batch)
     finally:
         for view in (rows_view, sets_view):
             with contextlib.suppress(duckdb.TransactionException):  # aborted: keep the first error
@@ -165,15 +158,10 @@ def _insert_coded(
 
 
 def _store(
-    cur: duckdb.DuckDBPyConnection,
-    series: str,
-    samples: str,
-    rows: str,
-    batch: str,
-    events: bool = True,
-) -> int:
+    cur: duckdb.DuckDBPyConnection, series: str, samples: str, rows: str, batch: str
+) -> Written:
     """Add the label sets of `series` as series, the rows `samples` selects as samples, the
-    batch of `rows` (with ts, and batch_id where `batch` names it); the rows written."""
+    batch of `rows` (with ts, and batch_id where `batch` names it); what was written."""
     try:
         known = add_series(cur, series)
         written = cur.execute(
@@ -183,15 +171,14 @@ def _store(
             f"INSERT INTO {BATCHES} SELECT {batch}, count(*), min(ts), max(ts) FROM {rows} AS x "
             f"GROUP BY ALL"
         )
-        attribution.note_gpus(cur, known)
-        batches = f"SELECT DISTINCT x.batch_id FROM {rows} AS x" if batch == "x.batch_id" else batch
-        attribution.note_labels(cur, batches)
-        if events:  # else the caller notes them once its batch is whole (an ingest's chunks)
-            ids = cur.execute(batches).fetchall() if batch == "x.batch_id" else [(int(batch),)]
-            gpu_events.note(cur, [int(i) for (i,) in ids])
+        if batch == "x.batch_id":
+            found = cur.execute(f"SELECT DISTINCT x.batch_id FROM {rows} AS x").fetchall()
+            batches = tuple(sorted(int(b) for (b,) in found if b is not None))
+        else:
+            batches = (int(batch),)
     except duckdb.ConstraintException as error:
         raise UserError(_null_message(str(error))) from None
-    return int(written[0][0])
+    return Written(int(written[0][0]), batches, known)
 
 
 def add_series(cur: duckdb.DuckDBPyConnection, relation: str) -> int:
@@ -209,7 +196,8 @@ def add_series(cur: duckdb.DuckDBPyConnection, relation: str) -> int:
     return known
 
 
-def _next_batch(cur: duckdb.DuckDBPyConnection) -> int:
+def next_batch(cur: duckdb.DuckDBPyConnection) -> int:
+    """A new batch id."""
     return int(cur.execute("SELECT nextval('wanka.batch_seq')").fetchall()[0][0])
 
 

@@ -15,7 +15,7 @@ from warehouse.ingest.models import ModelNames
 from warehouse.kernel.engine import Engine
 from warehouse.remote_write.decode import decode
 from warehouse.remote_write.rows import Decoded, Limits, SeriesCache
-from warehouse.remote_write.store import Stored, store
+from warehouse.tsdb.append import Appended, append
 
 NOW = int(time.time() * 1000)
 
@@ -36,16 +36,16 @@ def test_concurrent_requests_are_stored_once_each() -> None:
     eng = Engine(":memory:")
     transactions: list[int] = []
 
-    def write(rows: Decoded) -> Stored:
+    def write(rows: Decoded) -> Appended:
         transactions.append(rows.requests)
-        return store(eng.cursor(), rows)
+        return append(eng.cursor(), rows)
 
     group = GroupCommit(write)
     sent = requests(eng, 40)
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(lambda r: group.submit(r).result(timeout=60), sent + sent))
     group.close()
-    assert all(isinstance(a, Stored) for a in answers)
+    assert all(isinstance(a, Appended) for a in answers)
     assert eng.con.execute("SELECT count(*) FROM gpu_metrics").fetchall() == [(40 * 50,)]
     assert sum(transactions) == 80  # every request stored in some transaction
     assert len(transactions) < 80  # and some shared one
@@ -57,10 +57,10 @@ def test_a_request_that_cannot_be_stored_fails_alone() -> None:
     poisoned = requests(eng, 1, "DCGM_POISON")[0]
     sent.insert(3, poisoned)
 
-    def write(rows: Decoded) -> Stored:
+    def write(rows: Decoded) -> Appended:
         if "DCGM_POISON" in rows.series["metric"].to_pylist():
             raise RuntimeError("disk full")  # any transaction holding the poisoned one fails
-        return store(eng.cursor(), rows)
+        return append(eng.cursor(), rows)
 
     group = GroupCommit(write)
     futures = [group.submit(rows) for rows in sent]
@@ -69,7 +69,7 @@ def test_a_request_that_cannot_be_stored_fails_alone() -> None:
             with pytest.raises(RuntimeError, match="disk full"):
                 done.result(timeout=60)
         else:
-            assert isinstance(done.result(timeout=60), Stored)
+            assert isinstance(done.result(timeout=60), Appended)
     group.close()
     assert eng.con.execute("SELECT count(*) FROM gpu_metrics").fetchall() == [(6 * 50,)]
 

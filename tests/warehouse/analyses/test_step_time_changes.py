@@ -26,7 +26,7 @@ from warehouse.kernel.engine import Engine
 from warehouse.kernel.transactions import transaction
 from warehouse.simulate import SimConfig, simulate_cluster
 from warehouse.simulate.step_times import LOG_S
-from warehouse.tsdb import write
+from warehouse.tsdb.append import append
 
 
 def faulty(seed: int, faults: int) -> SimConfig:
@@ -44,7 +44,7 @@ def analysed(cfg: SimConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
         insert_arrow(cur, "job_events", cluster.job_events)
         for batch in cluster.telemetry_batches():
             with transaction(cur):
-                write.insert(cur, pa.Table.from_batches([batch]))
+                append(cur, pa.Table.from_batches([batch]))
         changes = run_analysis_table(cur, "step_time_changes").to_pylist()
         stragglers = run_analysis_table(cur, "stragglers").to_pylist()
         cur.close()

@@ -19,7 +19,7 @@ from service.cli import app
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.health import findings
 from warehouse.kernel.engine import Engine
-from warehouse.tsdb import write
+from warehouse.tsdb.append import append
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 XID, SBE, UTIL = "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_GPU_UTIL"
@@ -59,7 +59,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = str(Path(tmp_path_factory.mktemp("health")) / "w.duckdb")
     with Engine(path) as eng:
         cur = eng.cursor()
-        write.insert(cur, fleet())
+        append(cur, fleet())
         cur.close()
         install_shipped(eng)  # gpu_windows, which the window and silence rules read
     return path

@@ -10,7 +10,7 @@ import pytest
 
 from warehouse.kernel import catalog, tables
 from warehouse.kernel.engine import Engine
-from warehouse.tsdb import write
+from warehouse.tsdb import relations
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +43,8 @@ def test_tracked_means_batch_ids_and_change_triggers(con: duckdb.DuckDBPyConnect
         "AND column_name = 'batch_id' AND column_default LIKE '%nextval%'",
     )
     # gpu_metrics is a view (sql/schema/0012): its samples table carries what it did
-    stored = {write.VIEW if t == "gpu_samples" else t for t in triggers | defaults}
-    assert {t for t in triggers} - {"gpu_samples"} | {write.VIEW} == stored
+    stored = {relations.VIEW if t == "gpu_samples" else t for t in triggers | defaults}
+    assert {t for t in triggers} - {"gpu_samples"} | {relations.VIEW} == stored
     assert triggers == defaults
     assert stored == tables.TRACKED
     assert len(tables.TRACKED) >= 9

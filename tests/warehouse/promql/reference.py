@@ -30,7 +30,7 @@ from warehouse.ingest.models import ModelNames
 from warehouse.kernel.engine import Engine
 from warehouse.remote_write.decode import decode
 from warehouse.remote_write.rows import Limits, SeriesCache
-from warehouse.remote_write.store import store
+from warehouse.tsdb.append import append
 
 Labels = tuple[tuple[str, str], ...]
 Samples = list[tuple[int, float]]
@@ -199,10 +199,10 @@ def load_wanka(eng: Engine, series: dict[Labels, Samples]) -> None:
             chunk.append((labels, samples[i : i + 500]))
             size += len(samples[i : i + 500])
             if size >= 2_000:
-                store(eng.cursor(), decode(body(chunk), cache, Limits()), cache=cache)
+                append(eng.cursor(), decode(body(chunk), cache, Limits()), cache=cache)
                 chunk, size = [], 0
     if chunk:
-        store(eng.cursor(), decode(body(chunk), cache, Limits()), cache=cache)
+        append(eng.cursor(), decode(body(chunk), cache, Limits()), cache=cache)
 
 
 def free_port() -> int:

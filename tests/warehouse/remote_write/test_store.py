@@ -15,7 +15,7 @@ from warehouse.kernel.engine import Engine
 from warehouse.remote_write import labels as mapping
 from warehouse.remote_write.decode import decode, merge
 from warehouse.remote_write.rows import BadRequest, Limits, SeriesCache
-from warehouse.remote_write.store import store
+from warehouse.tsdb.append import append
 
 NOW = int(time.time() * 1000)
 METRICS = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"]
@@ -44,8 +44,8 @@ def counts(eng: Engine) -> tuple[int, int, int]:
 def test_a_retried_request_is_stored_once(eng: Engine) -> None:
     cache = cache_of(eng)
     sent = scrape(3, 2, METRICS, NOW)
-    first = store(eng.cursor(), decode(sent, cache, Limits()))
-    again = store(eng.cursor(), decode(sent, cache, Limits()))
+    first = append(eng.cursor(), decode(sent, cache, Limits()))
+    again = append(eng.cursor(), decode(sent, cache, Limits()))
     assert (first.gpu, first.duplicates) == (12, 0)
     assert (again.gpu, again.duplicates) == (0, 12)
     assert counts(eng) == (12, 0, 0)
@@ -71,7 +71,7 @@ def test_other_series_and_staleness_markers(eng: Engine) -> None:
     sent = body(
         [(up, [(NOW, 1.0), (NOW + 15_000, 0.0)]), (gone, [(NOW, 5.0), (NOW + 15_000, STALE)])]
     )
-    done = store(eng.cursor(), decode(sent, cache_of(eng), Limits()))
+    done = append(eng.cursor(), decode(sent, cache_of(eng), Limits()))
     assert (done.gpu, done.other, done.stale) == (1, 2, 1)
     stale = eng.con.execute("SELECT metric, labels FROM wanka.stale_markers").fetchall()
     assert stale[0][0] == "DCGM_FI_DEV_GPU_UTIL" and '"Hostname":"node001"' in stale[0][1]
@@ -80,7 +80,7 @@ def test_other_series_and_staleness_markers(eng: Engine) -> None:
     ]
     # a NaN that is not the marker is a value
     nan = body([(up, [(NOW + 30_000, float("nan"))])])
-    assert store(eng.cursor(), decode(nan, cache_of(eng), Limits())).other == 1
+    assert append(eng.cursor(), decode(nan, cache_of(eng), Limits())).other == 1
 
 
 def test_a_series_the_cache_knows_ends_with_its_labels(eng: Engine) -> None:
@@ -88,10 +88,10 @@ def test_a_series_the_cache_knows_ends_with_its_labels(eng: Engine) -> None:
     staleness marker is still stored by metric and labels (the CI failure of 2026-12-03)."""
     cache = cache_of(eng)
     gone = dcgm_labels(2, 1, "DCGM_FI_DEV_GPU_UTIL")
-    store(eng.cursor(), decode(body([(gone, [(NOW, 7.0)])]), cache, Limits()), cache=cache)
+    append(eng.cursor(), decode(body([(gone, [(NOW, 7.0)])]), cache, Limits()), cache=cache)
     ended = decode(body([(gone, [(NOW + 15_000, 8.0), (NOW + 30_000, STALE)])]), cache, Limits())
     assert ended.series["series_id"].null_count == 0  # sent by id
-    done = store(eng.cursor(), ended, cache=cache)
+    done = append(eng.cursor(), ended, cache=cache)
     assert (done.gpu, done.stale) == (1, 1)
     [(metric, labels)] = eng.con.execute(
         "SELECT metric, labels FROM wanka.stale_markers"
@@ -122,9 +122,9 @@ def test_any_regrouping_of_deliveries_stores_each_sample_once(
     entries = [(dcgm_labels(h, g, METRICS[0]), [(NOW + k * 15_000, v)]) for h, g, k, v in picks]
     groups = [entries[i::split] for i in range(split)]
     decoded = [decode(body(g), cache, Limits()) for g in groups if g]
-    store(eng.cursor(), merge(decoded[:2]))
+    append(eng.cursor(), merge(decoded[:2]))
     for part in decoded:
-        store(eng.cursor(), part)
+        append(eng.cursor(), part)
     sent: dict[tuple[str, int, object], set[float]] = {}
     for h, g, k, v in picks:
         sent.setdefault((f"node{h:03d}", g, k), set()).add(v)

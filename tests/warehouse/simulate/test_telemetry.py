@@ -14,6 +14,7 @@ from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimulatedCluster, simulate_cluster
 from warehouse.simulate.inventory import load_gpu_specs
 from warehouse.simulate.metrics import METRICS
+from warehouse.tsdb.append import append
 
 from .conftest import SMALL
 
@@ -53,7 +54,7 @@ def test_batches_load_into_gpu_metrics_by_name(small: SimulatedCluster) -> None:
     with Engine(":memory:") as eng:
         assert set(batch.schema.names) <= set(eng.table_schema("gpu_metrics").names)
         cur = eng.cursor()
-        assert eng.insert_arrow(cur, "gpu_metrics", pa.Table.from_batches([batch])) == len(batch)
+        assert append(cur, pa.Table.from_batches([batch])).gpu == len(batch)
         pods = cur.sql("SELECT count(*) FROM gpu_metrics WHERE labels->>'pod' IS NOT NULL")
         assert pods.fetchall()[0][0] > 0
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from warehouse.kernel.engine import Engine
-from warehouse.tsdb import write
+from warehouse.tsdb.append import append
 from warehouse.tsdb.events import LOOKBACK_S, REPEAT_GAP_S
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
@@ -60,7 +60,7 @@ def test_the_rules_on_one_gpu(cur: Any) -> None:
         rows.append((ts, "n1", 0, "GPU-a", SBE, float(k // 4)))
         rows.append((ts, "n1", 0, "GPU-a", THROTTLE, 64.0 if k in (3, 4) else 4.0 if k == 9 else 0))
         rows.append((ts, "n1", 0, "GPU-a", FAIL, 1.0 if k >= 10 else 0.0))
-    write.insert(cur, table(rows))
+    append(cur, table(rows))
     found = [(ts.minute, kind, code, detail) for ts, _, _, kind, code, detail in events(cur)]
     assert found == [
         (3, "thermal_throttle", None, "clock event reasons 0x40"),
@@ -124,7 +124,7 @@ def test_batches_give_the_events_one_batch_gives(
         shared.execute("BEGIN")  # each try starts from an empty warehouse
         try:
             for lo, hi in pieces:
-                write.insert(shared, table(rows[lo:hi]))
+                append(shared, table(rows[lo:hi]))
             got = sorted(((ts, h, g, k, c) for ts, h, g, k, c, _ in events(shared)), key=str)
         finally:
             shared.execute("ROLLBACK")
@@ -136,7 +136,7 @@ def test_remote_write_stores_them_once_when_a_delivery_is_retried(cur: Any) -> N
     from warehouse.ingest.models import ModelNames
     from warehouse.remote_write.decode import decode
     from warehouse.remote_write.rows import Limits, SeriesCache
-    from warehouse.remote_write.store import store
+    from warehouse.tsdb.append import append
 
     labels = [("__name__", XID), ("Hostname", "n1"), ("UUID", "GPU-a"), ("gpu", "0")]
     now = int(datetime.now(UTC).timestamp()) * 1000
@@ -144,7 +144,7 @@ def test_remote_write_stores_them_once_when_a_delivery_is_retried(cur: Any) -> N
     delivery = body([(labels, points)])
     cache = SeriesCache(ModelNames({}))
     for _ in range(2):  # Prometheus retries what it did not see acknowledged
-        store(cur, decode(delivery, cache, Limits()), cache=cache)
+        append(cur, decode(delivery, cache, Limits()), cache=cache)
     assert [(kind, code) for *_, kind, code, _ in events(cur)] == [("xid", 94)]
 
 
@@ -158,8 +158,8 @@ def test_a_copy_per_job_at_the_same_time_is_one_event(cur: Any) -> None:
     second = table([(ts, "n1", 0, "GPU-a", XID, 79.0)]).append_column(
         "labels", pa.array(['{"hpc_job":"2"}'])
     )
-    write.insert(cur, first)
-    write.insert(cur, second)
+    append(cur, first)
+    append(cur, second)
     assert [(kind, code) for *_, kind, code, _ in events(cur)] == [("xid", 79)]
 
 
@@ -212,9 +212,9 @@ def test_a_gpu_or_host_that_falls_silent_is_one_event(cur: Any, per_minute: bool
     rows = fleet(30, {("n1", 1): range(6, 16), ("n2", 0): range(21, 30)})
     batches = [[r for r in rows if r[0].minute == m] for m in range(30)] if per_minute else [rows]
     for batch in batches:
-        write.insert(cur, table(batch))
+        append(cur, table(batch))
     assert events(cur, silent=True) == SILENT
-    write.insert(cur, table(rows))  # the same samples again: nothing new
+    append(cur, table(rows))  # the same samples again: nothing new
     assert events(cur, silent=True) == SILENT
     (value,) = cur.execute("SELECT value FROM gpu_events WHERE host = 'n2'").fetchone()
     # silent from 00:20:00 to the newest sample the batch that saw it held: 00:29:01 when one
@@ -228,7 +228,7 @@ def test_no_silence_while_nobody_reports_or_the_node_is_down(cur: Any) -> None:
     scheduler has down says why it is quiet."""
     cur.execute("INSERT INTO nodes (host, state) VALUES ('n2', 'down')")
     everybody = {(h, g): range(8, 20) for h, g in (("n1", 0), ("n1", 1))}
-    write.insert(cur, table(fleet(30, {**everybody, ("n2", 0): range(5, 30)})))
+    append(cur, table(fleet(30, {**everybody, ("n2", 0): range(5, 30)})))
     assert events(cur, silent=True) == []
 
 
@@ -240,5 +240,5 @@ def test_a_nan_sample_is_no_event_and_no_error(cur: Any) -> None:
         ts = T0 + timedelta(minutes=k)
         rows.append((ts, "n1", 0, "GPU-a", XID, float("nan") if k == 3 else 0.0))
         rows.append((ts, "n1", 0, "GPU-a", SBE, float("nan") if k == 3 else 1.0))
-    write.insert(cur, table(rows))
+    append(cur, table(rows))
     assert events(cur, silent=True) == []

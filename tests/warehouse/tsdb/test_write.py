@@ -22,6 +22,7 @@ from warehouse.errors import UserError
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 from warehouse.tsdb import tiers
+from warehouse.tsdb.append import append
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 ROOT = Path(__file__).resolve().parents[3]
@@ -61,8 +62,8 @@ def test_inserts_add_each_label_set_once_and_keep_labels_as_they_came() -> None:
     with Engine(":memory:") as eng:
         cur = eng.cursor()
         pod = '{"pod":"train-0","namespace":"ml","hpc_job":"42"}'
-        assert eng.insert_arrow(cur, "gpu_metrics", _samples(12, labels=pod)) == 12
-        assert eng.insert_arrow(cur, "gpu_metrics", _samples(12, labels=pod, batch=8)) == 12
+        assert append(cur, _samples(12, labels=pod)).gpu == 12
+        assert append(cur, _samples(12, labels=pod, batch=8)).gpu == 12
         series = cur.sql("SELECT count(*) FROM wanka.gpu_series").fetchall()[0][0]
         assert series == 12  # 3 hosts x 2 GPUs x 2 metrics, then the same again: no new ones
         found = cur.sql(
@@ -72,7 +73,7 @@ def test_inserts_add_each_label_set_once_and_keep_labels_as_they_came() -> None:
         assert cur.sql("SELECT count(*), count(DISTINCT batch_id) FROM gpu_metrics").fetchall() == [
             (24, 2)
         ]
-        eng.insert_arrow(cur, "gpu_metrics", _samples(4, labels=None))
+        append(cur, _samples(4, labels=None))
         assert cur.sql("SELECT count(*) FROM wanka.gpu_series").fetchall()[0][0] == 16
 
 
@@ -95,7 +96,7 @@ def test_arrow_rows_find_their_series_whatever_their_encoding(
     rows = rows.append_column("labels", pa.chunked_array([first, second]))
     with Engine(":memory:") as eng:
         cur = eng.cursor()
-        assert eng.insert_arrow(cur, "gpu_metrics", rows) == 24
+        assert append(cur, rows).gpu == 24
         cur.execute(PLAIN)
         cur.register("given", rows)
         cur.execute("INSERT INTO plain BY NAME SELECT * FROM given")
@@ -107,7 +108,7 @@ def test_arrow_rows_find_their_series_whatever_their_encoding(
 
 def test_series_ids_follow_metric_then_host_so_a_metric_is_one_id_range() -> None:
     with Engine(":memory:") as eng:
-        eng.insert_arrow(eng.cursor(), "gpu_metrics", _samples(12))
+        append(eng.cursor(), _samples(12))
         ranges = eng.con.sql(
             "SELECT metric, min(series_id), max(series_id), count(*) FROM wanka.gpu_series "
             "GROUP BY metric ORDER BY 2"
@@ -125,9 +126,9 @@ def test_a_missing_required_column_and_an_unknown_one_are_errors_that_write_noth
             pytest.raises(UserError, match=r"gpu_metrics\.host cannot be null"),
             eng.transaction() as tx,
         ):
-            eng.insert_arrow(tx, "gpu_metrics", _samples(4).drop_columns(["host"]))
+            append(tx, _samples(4).drop_columns(["host"]))
         with pytest.raises(UserError, match="gpu_metrics has no column 'pod'"):
-            eng.insert_arrow(cur, "gpu_metrics", _samples(4).append_column("pod", pa.nulls(4)))
+            append(cur, _samples(4).append_column("pod", pa.nulls(4)))
         with pytest.raises(UserError, match=r"UPDATE of gpu_metrics\.host is not supported"):
             execute(cur, "UPDATE gpu_metrics SET host = 'x'").read_all()
         assert cur.sql("SELECT count(*) FROM wanka.gpu_series").fetchall()[0][0] == 0

@@ -26,7 +26,7 @@ from warehouse.dynamic.plan.normalize import normalize_group_by
 from warehouse.dynamic.plan.shape import classify, source_tables
 from warehouse.kernel.tables import TRACKED
 from warehouse.promql import sql_function
-from warehouse.tsdb import write
+from warehouse.tsdb import relations
 
 _PROMQL = "a PromQL table function (promql_range, promql_query) is evaluated afresh at each refresh"
 
@@ -145,6 +145,6 @@ def _not_null(con: duckdb.DuckDBPyConnection | None, source: str | exp.Select) -
             [table],
         ).fetchall()
         found.update(prefix + r[0] for r in rows)
-        if write.is_view(table):  # a view: its NOT NULL columns are its tables'
-            found.update(prefix + c for c in write.REQUIRED)
+        if relations.is_view(table):  # a view: its NOT NULL columns are its tables'
+            found.update(prefix + c for c in relations.REQUIRED)
     return frozenset(found)

@@ -1,83 +1,96 @@
-"""Store decoded remote_write rows once: a sample already stored is not stored again.
+"""Appending labelled samples once: a sample already stored is not stored again.
 
-Prometheus retries a request on 5xx and on timeouts, so the same samples arrive again, maybe in
-another grouping; a sample is the same when its series (every label) and timestamp are. One
-call is one transaction over the rows of every request in it:
+The deduplicating path of `warehouse.tsdb.append` (remote_write, scrape rounds, and Arrow rows
+appended with `exactly_once`). Prometheus retries a request on 5xx and on timeouts, so the
+same samples arrive again, maybe in another grouping; a sample is the same when its series
+(every label) and timestamp are. One call is one transaction over all the rows given:
 
-1. DCGM series: label sets not yet known join the series dictionary (`telemetry.add_series`);
+1. DCGM series: label sets not yet known join the series dictionary (`write.add_series`);
    each request-local series id maps to its stored one, so samples are matched by integers;
-2. samples: duplicates within the requests dropped (the first value kept), then those whose
-   (series, ts) is stored already, read over the requests' time range only (zone maps keep
-   that to the newest row groups); the rest appended under one batch id, with the batch's row
-   in wanka.sample_batches and the job labels noted (`warehouse.jobs.attribution`), as every
-   telemetry write does;
+2. samples: duplicates within the rows dropped (the first value kept), then those whose
+   (series, ts) is stored already, read over the rows' time range only (zone maps keep that
+   to the newest row groups); the rest appended under one batch id, with the batch's row in
+   the batch log;
 3. other series into prom_samples and staleness markers into wanka.stale_markers, the same way
    keyed by (metric, labels, ts);
 4. one row in wanka.remote_write_batches says what the transaction did.
+
+The derivations follow in `append`, in the same transaction.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import duckdb
 import pyarrow as pa
 
-from warehouse.jobs import attribution
-from warehouse.kernel.transactions import transaction
-from warehouse.remote_write.rows import Decoded, SeriesCache
-from warehouse.tsdb import events, write
+from warehouse.tsdb import write
+from warehouse.tsdb.relations import BATCHES, SAME_SERIES, SAMPLES, SERIES
+
+
+class Labelled(Protocol):
+    """Samples with their series, as remote_write decodes them (`remote_write.rows.Decoded`)."""
+
+    #: sid, metric, host, gpu, uuid, model, labels, dcgm, all_labels, series_id
+    series: pa.Table
+    samples: pa.Table  # sid, ts, value
+    stale: pa.Table  # sid, ts
+    received: int  # float samples received, staleness markers included
+    requests: int
+    keys: Sequence[Any] | None  # what each sid is, for the cache (None: no cache)
+
+
+class IdCache(Protocol):
+    """Remembers the series ids of label sets resolved before (`remote_write.rows.SeriesCache`)."""
+
+    def remember(self, stored: list[tuple[Any, int]]) -> None: ...
+
+    def forget_ids(self) -> None: ...
 
 
 @dataclass(frozen=True)
 class Stored:
-    batch_id: int
+    """What one deduplicating append stored."""
+
     gpu: int  # new gpu_metrics samples
     other: int  # new prom_samples rows
     stale: int  # new staleness markers
-    duplicates: int  # samples already stored (or twice in the requests)
+    duplicates: int  # samples already stored (or twice in the rows)
+    known_series: int  # the highest series id before it
+    resolved: list[tuple[int, int]]  # (sid, series_id) of label sets matched by their labels
 
 
 def store(
-    cur: duckdb.DuckDBPyConnection,
-    rows: Decoded,
-    then: Callable[[duckdb.DuckDBPyConnection, int], None] | None = None,
-    cache: SeriesCache | None = None,
+    cur: duckdb.DuckDBPyConnection, rows: Labelled, batch_id: int, cache: IdCache | None
 ) -> Stored:
-    """Store `rows` in one transaction; what was new. `then(cur, batch_id)` runs in the same
-    transaction before it commits (a scrape round records its targets' health). Once it
-    committed, `cache` learns the series ids of the DCGM series it resolved."""
+    """Store what of `rows` is new under `batch_id`, in the caller's transaction."""
     tag = threading.get_ident()
     names = {kind: f"_wanka_rw_{kind}_{tag}" for kind in ("series", "samples", "stale")}
     resolved: list[tuple[int, int]] = []
-    with transaction(cur):
-        batch_id = int(cur.execute("SELECT nextval('wanka.batch_seq')").fetchall()[0][0])
-        cur.register(names["series"], rows.series)
-        cur.register(names["samples"], _numbered(rows.samples))
-        cur.register(names["stale"], _numbered(rows.stale))
-        try:
-            if rows.samples.num_rows:
-                gpu, resolved = _store_gpu(cur, names, batch_id, cache)
-            else:
-                gpu = 0
-            other = _store_other(cur, names, batch_id) if rows.samples.num_rows else 0
-            stale = _store_stale(cur, names, batch_id) if rows.stale.num_rows else 0
-        finally:
-            for name in names.values():
-                cur.unregister(name)
-        duplicates = rows.received - gpu - other - stale
-        cur.execute(
-            "INSERT INTO wanka.remote_write_batches VALUES (?, now(), ?, ?, ?, ?, ?, ?)",
-            [batch_id, rows.requests, rows.received, gpu, other, duplicates, stale],
-        )
-        if then is not None:
-            then(cur, batch_id)
-    if cache is not None and rows.keys is not None and resolved:
-        keys = rows.keys
-        cache.remember([(keys[sid], series_id) for sid, series_id in resolved])
-    return Stored(batch_id, gpu, other, stale, duplicates)
+    known = 0
+    cur.register(names["series"], rows.series)
+    cur.register(names["samples"], _numbered(rows.samples))
+    cur.register(names["stale"], _numbered(rows.stale))
+    try:
+        if rows.samples.num_rows:
+            gpu, known, resolved = _store_gpu(cur, names, batch_id, cache)
+        else:
+            gpu = 0
+        other = _store_other(cur, names, batch_id) if rows.samples.num_rows else 0
+        stale = _store_stale(cur, names, batch_id) if rows.stale.num_rows else 0
+    finally:
+        for name in names.values():
+            cur.unregister(name)
+    duplicates = rows.received - gpu - other - stale
+    cur.execute(
+        "INSERT INTO wanka.remote_write_batches VALUES (?, now(), ?, ?, ?, ?, ?, ?)",
+        [batch_id, rows.requests, rows.received, gpu, other, duplicates, stale],
+    )
+    return Stored(gpu, other, stale, duplicates, known, resolved)
 
 
 def _numbered(table: pa.Table) -> pa.Table:
@@ -89,16 +102,16 @@ def _store_gpu(
     cur: duckdb.DuckDBPyConnection,
     names: dict[str, str],
     batch_id: int,
-    cache: SeriesCache | None,
-) -> tuple[int, list[tuple[int, int]]]:
-    """Append the new DCGM samples; how many, and the (sid, series_id) pairs it resolved by
-    label set (those the cache did not know)."""
+    cache: IdCache | None,
+) -> tuple[int, int, list[tuple[int, int]]]:
+    """Append the new DCGM samples; how many, the highest series id before them, and the
+    (sid, series_id) pairs it resolved by label set (those the cache did not know)."""
     series, samples = names["series"], names["samples"]
     [(dcgm_count, cached)] = cur.execute(
         f"SELECT count(*), count(series_id) FROM {series} WHERE dcgm"
     ).fetchall()
     if not dcgm_count:
-        return 0, []
+        return 0, 0, []
     if cached and not _cached_ids_hold(cur, series):
         if cache is not None:
             cache.forget_ids()  # a series was merged away (telemetry_tiers): match them all
@@ -109,13 +122,13 @@ def _store_gpu(
     known = (
         write.add_series(cur, unknown)
         if dcgm_count > cached
-        else int(cur.execute(f"SELECT max(series_id) FROM {write.SERIES}").fetchall()[0][0])
+        else int(cur.execute(f"SELECT max(series_id) FROM {SERIES}").fetchall()[0][0])
     )
     fresh = f"_wanka_rw_fresh_{threading.get_ident()}"
     ids = f"_wanka_rw_ids_{threading.get_ident()}"
     matched = (
         f"SELECT x.sid, min(r.series_id) AS series_id, true AS resolved FROM {unknown} "
-        f"JOIN {write.SERIES} r ON {write.SAME_SERIES} GROUP BY x.sid"
+        f"JOIN {SERIES} r ON {SAME_SERIES} GROUP BY x.sid"
     )
     if cached:
         matched += (
@@ -127,35 +140,31 @@ def _store_gpu(
         f"CREATE OR REPLACE TEMP TABLE {fresh} AS "
         f"WITH given AS (SELECT DISTINCT ON (ids.series_id, s.ts) ids.series_id, s.ts, s.value "
         f"  FROM {samples} s JOIN {ids} ids USING (sid) ORDER BY ids.series_id, s.ts, s.n) "
-        f"SELECT * FROM given g WHERE NOT EXISTS (SELECT 1 FROM {write.SAMPLES} t "
+        f"SELECT * FROM given g WHERE NOT EXISTS (SELECT 1 FROM {SAMPLES} t "
         f"  WHERE t.series_id = g.series_id AND t.ts = g.ts "
         f"  AND t.ts BETWEEN (SELECT min(ts) FROM given) AND (SELECT max(ts) FROM given))"
     )
     try:
         written = cur.execute(
-            f"INSERT INTO {write.SAMPLES} (series_id, ts, value, batch_id) "
+            f"INSERT INTO {SAMPLES} (series_id, ts, value, batch_id) "
             f"SELECT series_id, ts, value, {batch_id} FROM {fresh} ORDER BY series_id, ts"
         ).fetchall()[0][0]
         if written:
             cur.execute(
-                f"INSERT INTO {write.BATCHES} SELECT {batch_id}, count(*), min(ts), max(ts) "
-                f"FROM {fresh}"
+                f"INSERT INTO {BATCHES} SELECT {batch_id}, count(*), min(ts), max(ts) FROM {fresh}"
             )
-            attribution.note_gpus(cur, known)
-            attribution.note_labels(cur, str(batch_id))
-            events.note(cur, [batch_id])
         resolved = cur.execute(f"SELECT sid, series_id FROM {ids} WHERE resolved").fetchall()
     finally:
         cur.execute(f"DROP TABLE IF EXISTS {fresh}")
         cur.execute(f"DROP TABLE IF EXISTS {ids}")
-    return int(written), [(int(a), int(b)) for a, b in resolved]
+    return int(written), known, [(int(a), int(b)) for a, b in resolved]
 
 
 def _cached_ids_hold(cur: duckdb.DuckDBPyConnection, series: str) -> bool:
     """Whether every series id the cache gave is still in the series dictionary."""
     [(given, found)] = cur.execute(
         f"SELECT (SELECT count(DISTINCT series_id) FROM {series}), "
-        f"(SELECT count(*) FROM {write.SERIES} WHERE series_id IN "
+        f"(SELECT count(*) FROM {SERIES} WHERE series_id IN "
         f"(SELECT series_id FROM {series} WHERE series_id IS NOT NULL))"
     ).fetchall()
     return bool(given == found)
