@@ -28,7 +28,7 @@ from typing import Any
 
 import duckdb
 
-from warehouse.dynamic import catalog, dml, history
+from warehouse.dynamic import catalog, dml, history, retention
 from warehouse.dynamic.catalog import DynamicTable
 from warehouse.dynamic.dml import RefreshSql, visible_table
 from warehouse.dynamic.history import Failure, RefreshResult
@@ -44,7 +44,6 @@ from warehouse.errors import UserError, WankaError, one_line
 from warehouse.jobs import attribution
 from warehouse.kernel.tables import TRACKED
 from warehouse.kernel.transactions import transaction
-from warehouse.tsdb import retention
 
 __all__ = ["RefreshFailed", "refresh", "visible_table"]
 
