@@ -1,12 +1,15 @@
 """The layering, checked on every import the code holds (module level, function level and
-TYPE_CHECKING alike): no module imports itself round a cycle, `warehouse` never imports
-`service`, and `udfs` imports neither. (ruff's TID251 bans in pyproject.toml say the same per
-import statement; only a graph sees a cycle.)"""
+TYPE_CHECKING alike): no module imports itself round a cycle, `warehouse`'s first-level units
+(its packages, and errors.py and demo.py) import one another without a cycle either, so they
+stack in floors, `warehouse` never imports `service`, and `udfs` imports neither. (ruff's TID251
+bans in pyproject.toml say the same per import statement; only a graph sees a cycle.)"""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import REPO
 
@@ -89,6 +92,61 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+#: Package edges the DAG check lets through while the import that makes them moves (issue 39):
+#: warehouse/kernel/arrow_tables.py imports warehouse.tsdb.write. Delete each once it is gone
+#: (the check fails on an edge listed here that the code no longer has).
+PENDING_EDGES = frozenset({("kernel", "tsdb")})
+
+
+def _unit(module: str) -> str | None:
+    """The first-level unit of `warehouse` a module belongs to: its package, or the root
+    module itself (errors, demo); None outside `warehouse` and for `warehouse` itself."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "warehouse" and len(parts) > 1 else None
+
+
+def package_graph(
+    graph: dict[str, set[str]], leave_out: frozenset[tuple[str, str]] = frozenset()
+) -> dict[str, set[str]]:
+    """`warehouse`'s first-level units -> the other units their modules import, the edges in
+    `leave_out` aside. A cycle of packages may pass through modules that form none."""
+    found: dict[str, set[str]] = {}
+    for name, deps in graph.items():
+        unit = _unit(name)
+        if unit is None:
+            continue
+        found.setdefault(unit, set()).update(
+            other
+            for dep in deps
+            if (other := _unit(dep)) is not None
+            and other != unit
+            and (unit, other) not in leave_out
+        )
+    return found
+
+
+def floor_of(graph: dict[str, set[str]]) -> dict[str, int]:
+    """Each unit of a DAG's floor: 1 for one that imports no other, else one above the
+    highest it imports."""
+    found: dict[str, int] = {}
+
+    def floor(unit: str, path: tuple[str, ...]) -> int:
+        if unit in path:
+            raise ValueError(f"not a DAG: {' -> '.join((*path, unit))}")
+        if unit not in found:
+            found[unit] = 1 + max((floor(d, (*path, unit)) for d in graph[unit]), default=0)
+        return found[unit]
+
+    for unit in sorted(graph):
+        floor(unit, ())
+    return found
+
+
+def floors(graph: dict[str, set[str]]) -> int:
+    """How many floors a DAG stacks in: its longest import path, counted in units."""
+    return max(floor_of(graph).values(), default=0)
+
+
 def test_the_graph_sees_the_code() -> None:
     graph = import_graph()
     assert len(graph) > 150
@@ -117,3 +175,38 @@ def test_lower_layers_never_import_higher_ones() -> None:
         or (name.startswith("udfs") and dep.startswith(("warehouse", "service")))
     )
     assert wrong == []
+
+
+def test_warehouse_packages_form_a_dag() -> None:
+    graph = import_graph()
+    assert cycles(package_graph(graph, PENDING_EDGES)) == []
+    packages = package_graph(graph)
+    gone = sorted((unit, dep) for unit, dep in PENDING_EDGES if dep not in packages[unit])
+    assert gone == [], "delete these from PENDING_EDGES: the code no longer imports them"
+
+
+def test_a_planted_package_cycle_is_found() -> None:
+    """a.x imports b.y, which imports a.z: no module cycle, but a package one."""
+    graph = {"warehouse.a.x": {"warehouse.b.y"}, "warehouse.b.y": {"warehouse.a.z"}}
+    graph |= {"warehouse.a.z": set(), "warehouse.errors": set(), "service.c": {"warehouse.a.x"}}
+    assert cycles(graph) == []
+    assert package_graph(graph) == {"a": {"b"}, "b": {"a"}, "errors": set()}
+    assert cycles(package_graph(graph)) == [["a", "b"]]
+    assert cycles(package_graph(graph, frozenset({("b", "a")}))) == []
+    with pytest.raises(ValueError, match="not a DAG"):
+        floors(package_graph(graph))
+
+
+def test_floors_count_the_longest_import_path() -> None:
+    assert floors({"a": set(), "b": {"a"}, "c": {"a", "b"}, "d": {"a"}}) == 3
+    assert floors({}) == 0
+
+
+def test_warehouse_stacks_in_at_most_ten_floors() -> None:
+    dag = package_graph(import_graph(), PENDING_EDGES)
+    found = floor_of(dag)
+    for level in range(1, floors(dag) + 1):
+        print(level, sorted(unit for unit, at in found.items() if at == level))
+    print(f"{len(dag)} rooms, {floors(dag)} floors")
+    assert {"errors", "demo", "kernel", "dynamic"} <= dag.keys()  # root modules are rooms too
+    assert floors(dag) <= 10

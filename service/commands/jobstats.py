@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from service.commands.common import echo_report, open_engine, report_format
+from warehouse.dynamic.refresh import catch_up
 from warehouse.jobs import stats as report
 
 
@@ -22,7 +23,7 @@ def jobstats(ctx: click.Context, job_id: str, fmt: str) -> None:
     with open_engine(ctx) as engine:
         cur = engine.cursor()
         try:
-            report.catch_up(cur)
+            catch_up(cur, report.TABLES)
             found = report.stats(cur, job_id)
         finally:
             cur.close()

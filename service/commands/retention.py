@@ -7,6 +7,7 @@ from datetime import timedelta
 import click
 
 from service.commands.common import open_engine
+from warehouse.dynamic import retention as checked
 from warehouse.tsdb import retention as rules
 
 
@@ -28,7 +29,7 @@ def retention(ctx: click.Context, table: str | None, keep: str | None, apply_now
             if table is not None:
                 if keep is None:
                     raise click.UsageError("give KEEP (e.g. '14 days') or 'off'")
-                click.echo(rules.set_rule(cur, table, None if keep.lower() == "off" else keep))
+                click.echo(checked.set_rule(cur, table, None if keep.lower() == "off" else keep))
             if apply_now:
                 for done in rules.apply(cur):
                     click.echo(

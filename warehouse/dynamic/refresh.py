@@ -22,13 +22,14 @@ one gate (service/serve/writes.py; a transaction that wrote keeps it until it en
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
-from warehouse.dynamic import catalog, dml, history
+from warehouse.dynamic import catalog, dml, history, retention
 from warehouse.dynamic.catalog import DynamicTable
 from warehouse.dynamic.dml import RefreshSql, visible_table
 from warehouse.dynamic.history import Failure, RefreshResult
@@ -44,9 +45,8 @@ from warehouse.errors import UserError, WankaError, one_line
 from warehouse.jobs import attribution
 from warehouse.kernel.tables import TRACKED
 from warehouse.kernel.transactions import transaction
-from warehouse.tsdb import retention
 
-__all__ = ["RefreshFailed", "refresh", "visible_table"]
+__all__ = ["RefreshFailed", "catch_up", "refresh", "visible_table"]
 
 
 class RefreshFailed(WankaError):
@@ -258,3 +258,12 @@ def refresh(
         mode = "full" if full else "incremental"
         failure = history.record_failure(cur, name, started, mode, message, data_timestamp)
         raise RefreshFailed(f"refresh of dynamic table {name} failed: {message}", failure) from None
+
+
+def catch_up(cur: duckdb.DuckDBPyConnection, names: Iterable[str]) -> None:
+    """Refresh those of `names` that are dynamic tables, in the order given (incrementally: a
+    few milliseconds each when current): what a report reading them does first."""
+    present = catalog.names(cur)
+    for name in names:
+        if name in present:
+            refresh(cur, name)

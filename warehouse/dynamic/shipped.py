@@ -6,11 +6,14 @@ import re
 from graphlib import TopologicalSorter
 from pathlib import Path
 
+import duckdb
+
+from warehouse.errors import WankaError, sql_error
 from warehouse.kernel import catalog as sql_catalog
 from warehouse.kernel.engine import Engine
 
-# The dynamic-table machinery (sqlglot, the planner) is imported where a table is created or
-# refreshed: every writing command checks for missing shipped tables, and most find none.
+# The dynamic-table machinery (sqlglot, the parser, the planner) is imported where a table is
+# created or refreshed: every writing command checks for missing shipped tables, and most find none.
 
 
 def shipped_folder() -> Path:
@@ -47,26 +50,10 @@ def install_shipped(engine: Engine, *, refresh_existing: bool = False) -> list[s
 
     Creating one refreshes it; `refresh_existing` also refreshes those already defined.
     """
-    from warehouse.dynamic import catalog
-    from warehouse.dynamic.refresh import refresh
-    from warehouse.query.executor import execute
-
     cur = engine.cursor()
     try:
-        existing = catalog.names(cur)
-        created = []
-        for path in in_creation_order(sorted(shipped_folder().glob("*.sql"))):
-            if path.stem in existing:
-                if refresh_existing:
-                    refresh(cur, path.stem)
-                continue
-            execute(cur, definition(path)).read_all()
-            created.append(path.stem)
-            cur.execute(
-                "INSERT INTO wanka.shipped_tables VALUES (?, now()) ON CONFLICT DO NOTHING",
-                [path.stem],
-            )
-        return created
+        paths = list(shipped_folder().glob("*.sql"))
+        return _install(cur, paths, refresh_existing=refresh_existing, mark_existing=False)
     finally:
         cur.close()
 
@@ -83,19 +70,52 @@ def ensure_shipped(engine: Engine) -> list[str]:
         missing = [p for p in shipped_folder().glob("*.sql") if p.stem not in given]
         if not missing:
             return []
-        from warehouse.dynamic import catalog
-        from warehouse.query.executor import execute
-
-        existing = catalog.names(cur)
-        created = []
-        for path in in_creation_order(sorted(missing)):
-            if path.stem not in existing:
-                execute(cur, definition(path)).read_all()
-                created.append(path.stem)
-            cur.execute(
-                "INSERT INTO wanka.shipped_tables VALUES (?, now()) ON CONFLICT DO NOTHING",
-                [path.stem],
-            )
-        return created
+        return _install(cur, missing, refresh_existing=False, mark_existing=True)
     finally:
         cur.close()
+
+
+def _install(
+    cur: duckdb.DuckDBPyConnection,
+    paths: list[Path],
+    *,
+    refresh_existing: bool,
+    mark_existing: bool,
+) -> list[str]:
+    """Create those of `paths` no dynamic table is named after, in creation order, and mark
+    each as given; one already defined is refreshed with `refresh_existing` and marked given
+    with `mark_existing`. The names created."""
+    from warehouse.dynamic import catalog
+    from warehouse.dynamic.refresh import refresh
+
+    existing = catalog.names(cur)
+    created = []
+    for path in in_creation_order(sorted(paths)):
+        if path.stem in existing:
+            if refresh_existing:
+                refresh(cur, path.stem)
+            if not mark_existing:
+                continue
+        else:
+            _create(cur, path)
+            created.append(path.stem)
+        cur.execute(
+            "INSERT INTO wanka.shipped_tables VALUES (?, now()) ON CONFLICT DO NOTHING",
+            [path.stem],
+        )
+    return created
+
+
+def _create(cur: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Run a shipped file's CREATE DYNAMIC TABLE: parsed as any text is, then run by the
+    dynamic-table statements (what the query path would hand it to)."""
+    from warehouse.dynamic import statements
+    from warehouse.parsing.script import parse
+
+    for statement in parse(cur, definition(path)).statements:
+        if statement.dynamic is None:
+            raise WankaError(f"{path.name}: a shipped file holds CREATE DYNAMIC TABLE only")
+        try:
+            statements.run(cur, statement.dynamic)
+        except duckdb.Error as error:
+            raise sql_error(error) from None

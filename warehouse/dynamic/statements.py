@@ -2,8 +2,8 @@
 
 DuckDB does not know them: `warehouse.parsing.script` recognises them by their leading tokens (and
 parses a CREATE into an `exp.Create`, whose properties and SELECT are taken from the tree);
-`warehouse.query.executor.execute` hands each here. Each statement returns one row: status, name,
-refresh_mode, reason, rows_inserted, rows_deleted.
+`warehouse.query.executor.execute` (and `shipped`, for the shipped tables) hands each here. Each
+statement returns one row: status, name, refresh_mode, reason, rows_inserted, rows_deleted.
 """
 
 from __future__ import annotations

@@ -67,19 +67,9 @@ def _rows(cur: duckdb.DuckDBPyConnection, sql: str, job_id: str) -> list[dict[st
     return [dict(zip(names, row, strict=True)) for row in result.fetchall()]
 
 
-#: The shipped tables the report reads, in the order they refresh (each reads the one before).
+#: The shipped tables the report reads, in the order they refresh (each reads the one before):
+#: a face brings them up to the telemetry first (`warehouse.dynamic.refresh.catch_up`).
 TABLES = ("job_gpu_usage_daily", "job_gpu_usage_by_gpu", "job_gpu_usage")
-
-
-def catch_up(cur: duckdb.DuckDBPyConnection) -> None:
-    """Refresh the per-job tables that exist, in order (incrementally: a few ms when current)."""
-    from warehouse.dynamic import catalog
-    from warehouse.dynamic.refresh import refresh
-
-    present = catalog.names(cur)
-    for name in TABLES:
-        if name in present:
-            refresh(cur, name)
 
 
 def _missing_tables(cur: duckdb.DuckDBPyConnection) -> list[str]:

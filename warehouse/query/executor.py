@@ -5,7 +5,8 @@ The text is parsed once (`warehouse.parsing.script`); here DuckDB runs its parse
 
 Two statement kinds DuckDB cannot run as written go elsewhere: INSERT/UPDATE/DELETE/TRUNCATE of
 gpu_metrics (a view over the series and samples) to `warehouse.tsdb.dml`, and ALTER TABLE
-... SET (retention = ...) / RESET (retention) to `warehouse.tsdb.retention`.
+... SET (retention = ...) / RESET (retention) to `warehouse.dynamic.retention` (the dynamic
+tables reading the table checked, then `warehouse.tsdb.retention`'s rule set).
 
 A SELECT streams through DuckDB's own statement runner (`_submit`, what DuckDB 2.0's Python
 relation layer calls after binding the statement a second time in Python to build a lazy
@@ -24,6 +25,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from warehouse.dynamic import retention as dynamic_retention
 from warehouse.dynamic import statements as dynamic
 from warehouse.errors import sql_error
 from warehouse.parsing.script import Script, Statement, parse
@@ -75,7 +77,7 @@ def run(
             table = dynamic.run(cur, statement.dynamic)
             return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
         if statement.type == "ALTER" and (rule := retention.parse_statement(statement.text)):
-            done = retention.set_rule(cur, rule[0], rule[1])
+            done = dynamic_retention.set_rule(cur, rule[0], rule[1])
             table = pa.table({"status": [done]})
             return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
         if statement.type in _DML and dml.targets_view(statement.reads.target):

@@ -5,29 +5,21 @@
 wanka.retention. `apply` — on the scheduler, on `wanka retention --apply` — deletes the samples
 older than now() − keep, one transaction per day of dropped range, each marked in
 wanka.retention_running so the change triggers do not log it (sql/schema/0012): no incremental
-refresh recomputes the groups of dropped rows. A FULL refresh of a dynamic table reading the
-table recomputes only the buckets the table still holds whole (`held_range`): from the first
-bucket boundary at or after `held_from`; its rows before it stay as they were.
-
-A rule is refused when a dynamic table reading the table could not keep its rows: it has no time
-bucket key over the table's time column, or its buckets are wider than the rule keeps.
+refresh recomputes the groups of dropped rows. Whether a dynamic table keeps what it derived
+(a FULL refresh recomputes only the buckets the table still holds whole; a rule it could not
+keep its rows under is refused) is `warehouse.dynamic.retention`'s.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import duckdb
 import numpy as np
 import sqlglot
 from sqlglot import exp
 
-from warehouse.dynamic import catalog
-from warehouse.dynamic.catalog import DynamicTable
-from warehouse.dynamic.plan.groups import bucket_width
-from warehouse.dynamic.plan.joins import tables_of
 from warehouse.errors import UserError
 from warehouse.kernel.transactions import transaction
 from warehouse.tsdb import relations, tiers
@@ -65,7 +57,7 @@ def rules(cur: duckdb.DuckDBPyConnection) -> list[Rule]:
     found = cur.execute(
         "SELECT table_name, keep, held_from FROM wanka.retention ORDER BY table_name"
     ).fetchall()
-    return [Rule(t, _as_timedelta(k), h) for t, k, h in found]
+    return [Rule(t, as_timedelta(k), h) for t, k, h in found]
 
 
 def held_from(cur: duckdb.DuckDBPyConnection, table: str) -> datetime | None:
@@ -118,27 +110,14 @@ def set_rule(
     cur: duckdb.DuckDBPyConnection, table: str, keep: str | None, user: str | None = None
 ) -> str:
     """Set (or with None remove) `table`'s rule; what was done, in words. Nothing is deleted
-    until `apply` runs."""
-    table = _time_table(cur, table)
+    until `apply` runs. The rule alone: `warehouse.dynamic.retention.set_rule`, what every
+    face calls, first refuses one a dynamic table reading `table` could not keep its rows
+    under."""
+    table = time_table(cur, table)
     if keep is None:
         cur.execute("DELETE FROM wanka.retention WHERE table_name = ?", [table])
         return f"{table}: no retention (rows are kept)"
-    interval = _interval(cur, keep)
-    for dt in _readers(cur, table):
-        found = bucket_of(dt, table)
-        if found is None:
-            raise UserError(
-                f"retention on {table} refused: dynamic table {dt.name} reads it without a time "
-                f"bucket key over {table}.{TIME_TABLES[table][0]}, so a full refresh after the "
-                "drop would lose what it derived from the dropped rows; give it such a key "
-                "(time_bucket or date_trunc in GROUP BY) or drop it first"
-            )
-        written = found[2]
-        if _as_timedelta(cur.execute(f"SELECT {written}").fetchall()[0][0]) > interval:
-            raise UserError(
-                f"retention {keep!r} on {table} is shorter than the {written} buckets of "
-                f"dynamic table {dt.name}: its last bucket would lose rows while still filling"
-            )
+    interval = keep_interval(cur, keep)
     held = held_from(cur, table)  # what an earlier rule dropped stays dropped
     cur.execute("DELETE FROM wanka.retention WHERE table_name = ?", [table])
     cur.execute(
@@ -263,78 +242,8 @@ def _next_edge(batches: Batches, edge: datetime, limit: datetime, max_rows: int)
     return edge + timedelta(seconds=low)
 
 
-def bucket_of(dt: DynamicTable, table: str) -> tuple[int, exp.Expression, str] | None:
-    """(key index, key, its width as SQL) of `dt`'s time bucket key over `table`'s time column,
-    or None."""
-    select = sqlglot.parse_one(dt.plan.query, read="duckdb")
-    if not isinstance(select, exp.Select) or not select.args.get("group"):
-        return None
-    column = TIME_TABLES[table][0]
-    names = {t.alias_or_name.lower() for t in tables_of(select) if t.name.lower() == table}
-    for i, key in enumerate(select.args["group"].expressions):
-        bucket = bucket_width(key)
-        if bucket is None:
-            continue
-        col, width = bucket
-        if col.name.lower() == column and (not col.table or col.table.lower() in names):
-            return i, key, width.sql("duckdb")
-    return None
-
-
-def held_range(
-    cur: duckdb.DuckDBPyConnection, dt: DynamicTable
-) -> tuple[dict[str, Any], str] | None:
-    """For a FULL refresh of `dt`: the bucket boundary from which its sources are held whole
-    ({'key': index, 'from': boundary}) and the reason to record, or None when no source of it
-    has dropped rows. Raises when one has and `dt` cannot be recomputed from a boundary."""
-    for table in dt.sources:
-        if table not in TIME_TABLES:
-            continue
-        held = held_from(cur, table)
-        if held is None:
-            continue
-        found = bucket_of(dt, table)
-        if found is None:
-            raise UserError(
-                f"{dt.name} cannot be recomputed: {table} holds rows only from "
-                f"{held:%Y-%m-%d %H:%M} (retention), and without a time bucket key over it a "
-                "full refresh would erase what it derived from the dropped rows"
-            )
-        index, key, written = found
-        boundary = _boundary(cur, key, held)
-        reason = (
-            f"recomputed from {boundary:%Y-%m-%d %H:%M %Z} on: {table} holds rows only from "
-            f"{held:%Y-%m-%d %H:%M %Z} (retention); earlier {written} buckets kept as they were"
-        )
-        return {"key": index, "from": boundary}, reason
-    return None
-
-
-def _boundary(cur: duckdb.DuckDBPyConnection, key: exp.Expression, held: datetime) -> datetime:
-    """The first bucket start of `key` at or after `held`: the bucket of `held`, or the next
-    when `held` falls inside it (DuckDB computes both, so buckets align as the query's do)."""
-    bucket = key.copy()
-    column = next(bucket.find_all(exp.Column))
-    column.replace(exp.cast(exp.Placeholder(this="held"), exp.DataType.build("TIMESTAMPTZ")))
-    width = bucket_width(key)
-    assert width is not None
-    sql = (
-        f"SELECT CASE WHEN b < $held THEN b + {width[1].sql('duckdb')} ELSE b END "
-        f"FROM (SELECT {bucket.sql('duckdb')} AS b)"
-    )
-    found: datetime = cur.execute(sql, {"held": held}).fetchall()[0][0]
-    return found
-
-
-def _readers(cur: duckdb.DuckDBPyConnection, table: str) -> list[DynamicTable]:
-    return [
-        dt
-        for name in sorted(catalog.names(cur))
-        if table in (dt := catalog.load(cur, name)).sources
-    ]
-
-
-def _time_table(cur: duckdb.DuckDBPyConnection, table: str) -> str:
+def time_table(cur: duckdb.DuckDBPyConnection, table: str) -> str:
+    """`table` as a rule names it; raises unless it is one a rule may be set on."""
     name = table.strip('"').lower().removeprefix("main.")
     if name in TIME_TABLES:
         return name
@@ -350,18 +259,19 @@ def _time_table(cur: duckdb.DuckDBPyConnection, table: str) -> str:
     raise UserError(f"retention needs a time table: {name} has no timestamp column")
 
 
-def _interval(cur: duckdb.DuckDBPyConnection, keep: str) -> timedelta:
+def keep_interval(cur: duckdb.DuckDBPyConnection, keep: str) -> timedelta:
+    """What a rule keeps, as a time span; raises unless `keep` is a positive interval."""
     try:
         value = cur.execute("SELECT CAST(? AS INTERVAL)", [keep]).fetchall()[0][0]
     except duckdb.Error:
         raise UserError(f"retention {keep!r} is not an interval (e.g. '14 days')") from None
-    found = _as_timedelta(value)
+    found = as_timedelta(value)
     if found <= timedelta(0):
         raise UserError(f"retention {keep!r} must be longer than nothing")
     return found
 
 
-def _as_timedelta(value: object) -> timedelta:
+def as_timedelta(value: object) -> timedelta:
     """DuckDB returns intervals as timedelta; months (which it cannot) as 30 days each."""
     if isinstance(value, timedelta):
         return value

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import run_wanka
+from warehouse.dynamic import retention as checked
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.errors import UserError
 from warehouse.kernel.engine import Engine
@@ -65,20 +66,20 @@ def test_a_rule_is_refused_where_it_would_lose_derived_rows_or_cannot_apply(eng:
     cur = eng.cursor()
     execute(cur, DAILY_JOIN).read_all()
     with pytest.raises(UserError, match=r"shorter than the INTERVAL '1' DAY buckets of .* daily"):
-        retention.set_rule(cur, "gpu_metrics", "6 hours")
+        checked.set_rule(cur, "gpu_metrics", "6 hours")
     with pytest.raises(UserError, match="not an interval"):
-        retention.set_rule(cur, "gpu_metrics", "a fortnight")
+        checked.set_rule(cur, "gpu_metrics", "a fortnight")
     with pytest.raises(UserError, match="longer than nothing"):
-        retention.set_rule(cur, "gpu_metrics", "-1 day")
+        checked.set_rule(cur, "gpu_metrics", "-1 day")
     with pytest.raises(UserError, match="needs a time table: gpu_models has no timestamp"):
-        retention.set_rule(cur, "gpu_models", "1 day")
+        checked.set_rule(cur, "gpu_models", "1 day")
     execute(
         cur,
         "CREATE DYNAMIC TABLE per_host WITH (freshness = '1 hour') AS "
         "SELECT host, count(*) AS n FROM gpu_metrics GROUP BY ALL",
     ).read_all()
     with pytest.raises(UserError, match="per_host reads it without a time bucket key"):
-        retention.set_rule(cur, "gpu_metrics", "14 days")
+        checked.set_rule(cur, "gpu_metrics", "14 days")
     execute(cur, "DROP DYNAMIC TABLE per_host").read_all()
     done = execute(cur, "ALTER TABLE gpu_metrics SET (retention = '14 days')").read_all()
     assert done["status"].to_pylist() == [
@@ -99,7 +100,7 @@ def test_a_drop_is_not_a_change_and_full_refreshes_keep_the_dropped_range(eng: E
     execute(cur, DAILY_JOIN).read_all()
     before = {t: _rows(eng, f"SELECT * FROM {t}") for t in ("hourly", "daily", "gpu_hourly_host")}
     changes = cur.sql("SELECT count(*) FROM wanka.table_changes").fetchall()
-    retention.set_rule(cur, "gpu_metrics", "7 days")
+    checked.set_rule(cur, "gpu_metrics", "7 days")
     now = START + timedelta(days=20, hours=5, minutes=30)
     [done] = retention.apply(cur, now)
     assert done.rows > 0 and done.steps >= 13 and done.cutoff == now - timedelta(days=7)
@@ -160,7 +161,7 @@ def test_each_tier_equals_the_raw_recompute_where_raw_rows_are_held_and_never_ch
         execute(cur, HOURLY).read_all()
         tiers.fold(cur)
         reference = {name: _rows(eng, f"SELECT * FROM {name}") for name in TIERS}
-        retention.set_rule(cur, "gpu_metrics", f"{keep_days} days")
+        checked.set_rule(cur, "gpu_metrics", f"{keep_days} days")
         now = START + timedelta(hours=now_hours)
         retention.apply(cur, now)
         # new rows, some late, some past now; 30 s off the old ones, so no series has two
@@ -214,7 +215,7 @@ def test_a_step_drops_at_most_max_rows_of_samples_however_they_were_inserted(
         _insert(engine, 0, 3000, step_min=1)  # 3000 minutes, one insert
         for hour in range(0, 48, 6):  # then some small ones, 6 h apart, 13 samples each
             _insert(engine, hour * 60 + 7, 13, step_min=1, second=30)
-        retention.set_rule(engine.cursor(), "gpu_metrics", "1 day")
+        checked.set_rule(engine.cursor(), "gpu_metrics", "1 day")
     now = START + timedelta(days=3)
     [bounded] = retention.apply(eng.cursor(), now, max_rows=100)
     [whole] = retention.apply(twin.cursor(), now)
