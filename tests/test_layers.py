@@ -92,12 +92,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-#: Package edges the DAG check lets through while the import that makes them moves (issue 39):
-#: warehouse/kernel/arrow_tables.py imports warehouse.tsdb.write. Delete each once it is gone
-#: (the check fails on an edge listed here that the code no longer has).
-PENDING_EDGES = frozenset({("kernel", "tsdb")})
-
-
 def _unit(module: str) -> str | None:
     """The first-level unit of `warehouse` a module belongs to: its package, or the root
     module itself (errors, demo); None outside `warehouse` and for `warehouse` itself."""
@@ -178,11 +172,7 @@ def test_lower_layers_never_import_higher_ones() -> None:
 
 
 def test_warehouse_packages_form_a_dag() -> None:
-    graph = import_graph()
-    assert cycles(package_graph(graph, PENDING_EDGES)) == []
-    packages = package_graph(graph)
-    gone = sorted((unit, dep) for unit, dep in PENDING_EDGES if dep not in packages[unit])
-    assert gone == [], "delete these from PENDING_EDGES: the code no longer imports them"
+    assert cycles(package_graph(import_graph())) == []
 
 
 def test_a_planted_package_cycle_is_found() -> None:
@@ -203,7 +193,7 @@ def test_floors_count_the_longest_import_path() -> None:
 
 
 def test_warehouse_stacks_in_at_most_ten_floors() -> None:
-    dag = package_graph(import_graph(), PENDING_EDGES)
+    dag = package_graph(import_graph())
     found = floor_of(dag)
     for level in range(1, floors(dag) + 1):
         print(level, sorted(unit for unit, at in found.items() if at == level))
