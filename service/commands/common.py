@@ -9,12 +9,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from warehouse.errors import UserError
 from warehouse.kernel.engine import Engine
+
+if TYPE_CHECKING:
+    from warehouse.ingest import ReadOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,6 +55,38 @@ def parse_time(option: str, value: str | None) -> datetime | None:
             f"{option} {value!r} is not an ISO 8601 time like 2026-11-01T00:00:00Z"
         ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def read_options(
+    spell: Callable[[str], str],
+    *,
+    at: str | None = None,
+    host: str | None = None,
+    cluster: str | None = None,
+    columns: str | None = None,
+    trace_start: str | None = None,
+    table: str | None = None,
+    timezone: str = "UTC",
+    collective: str | None = None,
+) -> ReadOptions:
+    """The reader options given as text to `wanka ingest` or `POST /v1/ingest/{format}`.
+
+    Both faces take the same options; `spell` names a field the way the face spells it
+    (`trace_start` is `--trace-start` on the command line), so an error names the option the
+    person typed.
+    """
+    from warehouse.ingest import ReadOptions  # lazily: the CLI starts without the readers
+
+    return ReadOptions(
+        at=parse_time(spell("at"), at),
+        host=host,
+        cluster=cluster,
+        columns=tuple(c.strip() for c in columns.split(",")) if columns else None,
+        trace_start=parse_time(spell("trace_start"), trace_start),
+        table=table,
+        timezone=timezone,
+        collective=collective,
+    )
 
 
 def shared_data() -> Path:

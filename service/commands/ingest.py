@@ -7,7 +7,7 @@ import sys
 import click
 
 from service import terminal
-from service.commands.common import open_engine, parse_time
+from service.commands.common import open_engine, read_options
 
 
 @click.command()
@@ -51,15 +51,15 @@ def ingest(
     csv. Each file is one batch and one transaction; the same content twice is a no-op (--force
     to redo).
     """
-    from warehouse.ingest import ReadOptions
     from warehouse.ingest import ingest as run_ingest
 
-    options = ReadOptions(
-        at=parse_time("--at", at),
+    options = read_options(
+        lambda field: "--" + field.replace("_", "-"),
+        at=at,
         host=host,
         cluster=cluster,
-        columns=tuple(c.strip() for c in columns.split(",")) if columns else None,
-        trace_start=parse_time("--trace-start", trace_start),
+        columns=columns,
+        trace_start=trace_start,
         table=table,
         timezone=timezone,
         collective=collective,

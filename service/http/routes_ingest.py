@@ -14,12 +14,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from service.commands.common import parse_time
+from service.commands.common import read_options
 from service.http.auth import current_user
 from service.http.models import Error, IngestResult
 from service.serve.server import Server
 from warehouse.errors import UserError
-from warehouse.ingest import ReadOptions
 from warehouse.ingest.batch import format_named
 from warehouse.security.users import User
 
@@ -77,12 +76,13 @@ async def ingest(
     server: Server = request.app.state.server
     server.require(user, "writer", "ingest")
     format_named(fmt)  # an unknown format is a 400 before any byte is read
-    options = ReadOptions(
-        at=parse_time("at", at),
+    options = read_options(
+        str,  # the query parameters are spelled as the fields are
+        at=at,
         host=host,
         cluster=cluster,
-        columns=tuple(c.strip() for c in columns.split(",")) if columns else None,
-        trace_start=parse_time("trace_start", trace_start),
+        columns=columns,
+        trace_start=trace_start,
         table=table,
         timezone=tz,
         collective=collective,
