@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from warehouse.hostlist import split_outside
+
 #: A field starts where a key (`JobId`, `AllocNode:Sid`, `CPUs/Task`, `CPU_IDs`) and `=` follow
 #: white space. Values may hold spaces (JobName, Command, SubmitLine), so a value runs to the next
 #: key, and a word like `--export=ALL` inside one is not a key.
@@ -221,23 +223,13 @@ def _digits(text: str) -> bool:
 
 
 def _entries(gres: str) -> list[str]:
-    """A GRES list split at the commas outside parentheses.
+    """A GRES list split at the commas outside parentheses, empty entries dropped.
 
     Raises:
         ValueError: on a parenthesis closed that was never opened, or one never closed.
     """
-    entries, depth, start = [], 0, 0
-    for i, char in enumerate(gres):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth < 0:
-                raise ValueError(f"{gres!r}: ')' without '('")
-        elif char == "," and depth == 0:
-            entries.append(gres[start:i].strip())
-            start = i + 1
-    if depth:
-        raise ValueError(f"{gres!r}: '(' is never closed")
-    entries.append(gres[start:].strip())
+    try:
+        entries = split_outside(gres, "()", nested=True)
+    except ValueError as unbalanced:
+        raise ValueError(f"{gres!r}: {unbalanced}") from None
     return [e for e in entries if e]

@@ -47,8 +47,14 @@ def expand(spec: str) -> list[str]:
     text = spec.strip()
     if not text or text == NONE_ASSIGNED:
         return []
+    try:
+        items = split_outside(text)
+    except ValueError as unbalanced:
+        raise ValueError(f"host list {spec!r}: {unbalanced}") from None
+    if any(not item for item in items):
+        raise ValueError(f"host list {spec!r}: empty host name between commas")
     hosts: list[str] = []
-    for item in _split_top_level(text, spec):
+    for item in items:
         hosts.extend(_expand_item(item, spec))
     return hosts
 
@@ -125,28 +131,48 @@ def _run_text(run: list[tuple[int, str]]) -> str:
     return run[0][1] if len(run) == 1 else f"{run[0][1]}-{run[-1][1]}"
 
 
-def _split_top_level(text: str, spec: str) -> list[str]:
-    """Split on commas outside brackets."""
-    items: list[str] = []
+def split_outside(text: str, brackets: str = "[]", *, nested: bool = False) -> list[str]:
+    """`text` split at the commas outside brackets, each piece stripped (empty ones kept).
+
+    One rule for Slurm's comma lists whose items hold commas of their own: a host list's
+    `gpu[1,3],login` and a GRES list's `gpu:2(IDX:1,3),nvme:1` (`brackets="()"`).
+
+    Args:
+        text: the list.
+        brackets: the opening and the closing bracket.
+        nested: whether a bracket may open inside another (a host list's may not).
+
+    Raises:
+        ValueError: on a bracket closed that was never opened, one never closed, or one opened
+            inside another where `nested` is false; the caller names the text.
+
+    >>> split_outside("gpu[1,3], login,")
+    ['gpu[1,3]', 'login', '']
+    >>> split_outside("gpu:2(IDX:1,3),nvme:1", "()")
+    ['gpu:2(IDX:1,3)', 'nvme:1']
+    >>> split_outside("a]")
+    Traceback (most recent call last):
+    ValueError: ']' without '[' at position 1
+    """
+    opening, closing = brackets[0], brackets[1]
+    pieces: list[str] = []
     depth, start = 0, 0
     for i, char in enumerate(text):
-        if char == "[":
+        if char == opening:
             depth += 1
-            if depth > 1:
-                raise ValueError(f"host list {spec!r}: nested '[' at position {i}")
-        elif char == "]":
+            if depth > 1 and not nested:
+                raise ValueError(f"nested {opening!r} at position {i}")
+        elif char == closing:
             depth -= 1
             if depth < 0:
-                raise ValueError(f"host list {spec!r}: ']' without '[' at position {i}")
+                raise ValueError(f"{closing!r} without {opening!r} at position {i}")
         elif char == "," and depth == 0:
-            items.append(text[start:i].strip())
+            pieces.append(text[start:i].strip())
             start = i + 1
     if depth:
-        raise ValueError(f"host list {spec!r}: '[' is never closed")
-    items.append(text[start:].strip())
-    if any(not item for item in items):
-        raise ValueError(f"host list {spec!r}: empty host name between commas")
-    return items
+        raise ValueError(f"{opening!r} is never closed")
+    pieces.append(text[start:].strip())
+    return pieces
 
 
 def _expand_item(item: str, spec: str) -> list[str]:

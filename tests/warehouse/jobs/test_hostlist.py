@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from warehouse.ingest import scontrol_fields
 from warehouse.jobs import hostlist
 from warehouse.jobs.hostlist import compress, expand, sort_key
 
@@ -78,3 +80,75 @@ def test_expand_undoes_compress(hosts: list[str]) -> None:
     text = compress(hosts)
     assert expand(text) == sorted(set(hosts), key=sort_key)
     assert compress(expand(text)) == text
+
+
+# The two splitters `split_outside` replaced, as they were, to hold it to both behaviours.
+def _old_host_list_split(text: str, spec: str) -> list[str]:
+    items: list[str] = []
+    depth, start = 0, 0
+    for i, char in enumerate(text):
+        if char == "[":
+            depth += 1
+            if depth > 1:
+                raise ValueError(f"host list {spec!r}: nested '[' at position {i}")
+        elif char == "]":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"host list {spec!r}: ']' without '[' at position {i}")
+        elif char == "," and depth == 0:
+            items.append(text[start:i].strip())
+            start = i + 1
+    if depth:
+        raise ValueError(f"host list {spec!r}: '[' is never closed")
+    items.append(text[start:].strip())
+    if any(not item for item in items):
+        raise ValueError(f"host list {spec!r}: empty host name between commas")
+    return items
+
+
+def _old_gres_entries(gres: str) -> list[str]:
+    entries, depth, start = [], 0, 0
+    for i, char in enumerate(gres):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"{gres!r}: ')' without '('")
+        elif char == "," and depth == 0:
+            entries.append(gres[start:i].strip())
+            start = i + 1
+    if depth:
+        raise ValueError(f"{gres!r}: '(' is never closed")
+    entries.append(gres[start:].strip())
+    return [e for e in entries if e]
+
+
+def _outcome(split: Callable[[], list[str]]) -> list[str] | str:
+    try:
+        return split()
+    except ValueError as error:
+        return f"ValueError: {error}"
+
+
+_list_text = st.text(alphabet="ab1[](), ", max_size=16)
+
+
+@given(_list_text)
+def test_expand_splits_a_host_list_as_before(spec: str) -> None:
+    """The same errors word for word, and the hosts of the same items."""
+    assume(spec.strip())  # `expand` never split an empty list
+    old = _outcome(lambda: _old_host_list_split(spec.strip(), spec))
+    new = _outcome(lambda: expand(spec))
+    if isinstance(old, str):
+        assert new == old
+    elif isinstance(new, list):
+        assert new == [host for item in old for host in expand(item)]
+
+
+@given(_list_text)
+def test_split_outside_splits_a_gres_list_as_before(gres: str) -> None:
+    """The same pieces and the same errors; a ')' never opened now also says where."""
+    old = _outcome(lambda: _old_gres_entries(gres))
+    new = _outcome(lambda: scontrol_fields._entries(gres))
+    assert re.sub(r" at position \d+$", "", new) == old if isinstance(new, str) else new == old
