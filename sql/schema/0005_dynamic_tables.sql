@@ -23,73 +23,28 @@ ALTER TABLE wanka.dynamic_tables ADD COLUMN error VARCHAR;         -- last failu
 
 
 ALTER TABLE sites ALTER COLUMN batch_id SET DEFAULT nextval('wanka.batch_seq');
-CREATE TRIGGER sites_changes_delete AFTER DELETE ON sites REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'sites', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER sites_changes_update AFTER UPDATE ON sites REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'sites', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
+@include(parts/change_count_triggers.sql, table=sites);
 
 ALTER TABLE clusters ALTER COLUMN batch_id SET DEFAULT nextval('wanka.batch_seq');
-CREATE TRIGGER clusters_changes_delete AFTER DELETE ON clusters REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'clusters', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER clusters_changes_update AFTER UPDATE ON clusters REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'clusters', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
+@include(parts/change_count_triggers.sql, table=clusters);
 
 ALTER TABLE nodes ALTER COLUMN batch_id SET DEFAULT nextval('wanka.batch_seq');
-CREATE TRIGGER nodes_changes_delete AFTER DELETE ON nodes REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'nodes', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER nodes_changes_update AFTER UPDATE ON nodes REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'nodes', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
+@include(parts/change_count_triggers.sql, table=nodes);
 
 ALTER TABLE gpu_metrics ALTER COLUMN batch_id SET DEFAULT nextval('wanka.batch_seq');
-CREATE TRIGGER gpu_metrics_changes_delete AFTER DELETE ON gpu_metrics REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'gpu_metrics', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER gpu_metrics_changes_update AFTER UPDATE ON gpu_metrics REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'gpu_metrics', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
+@include(parts/change_count_triggers.sql, table=gpu_metrics);
 
 ALTER TABLE jobs ALTER COLUMN batch_id SET DEFAULT nextval('wanka.batch_seq');
-CREATE TRIGGER jobs_changes_delete AFTER DELETE ON jobs REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'jobs', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER jobs_changes_update AFTER UPDATE ON jobs REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'jobs', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
+@include(parts/change_count_triggers.sql, table=jobs);
 
 ALTER TABLE job_steps ALTER COLUMN batch_id SET DEFAULT nextval('wanka.batch_seq');
-CREATE TRIGGER job_steps_changes_delete AFTER DELETE ON job_steps REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'job_steps', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER job_steps_changes_update AFTER UPDATE ON job_steps REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'job_steps', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
+@include(parts/change_count_triggers.sql, table=job_steps);
 
 ALTER TABLE job_events ALTER COLUMN batch_id SET DEFAULT nextval('wanka.batch_seq');
-CREATE TRIGGER job_events_changes_delete AFTER DELETE ON job_events REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'job_events', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER job_events_changes_update AFTER UPDATE ON job_events REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'job_events', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
+@include(parts/change_count_triggers.sql, table=job_events);
 
 ALTER TABLE pods ALTER COLUMN batch_id SET DEFAULT nextval('wanka.batch_seq');
-CREATE TRIGGER pods_changes_delete AFTER DELETE ON pods REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'pods', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER pods_changes_update AFTER UPDATE ON pods REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'pods', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
+@include(parts/change_count_triggers.sql, table=pods);
 
 ALTER TABLE nccl_results ALTER COLUMN batch_id SET DEFAULT nextval('wanka.batch_seq');
-CREATE TRIGGER nccl_results_changes_delete AFTER DELETE ON nccl_results REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'nccl_results', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER nccl_results_changes_update AFTER UPDATE ON nccl_results REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'nccl_results', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
+@include(parts/change_count_triggers.sql, table=nccl_results);

@@ -13,119 +13,29 @@
 -- rows read by a dynamic table copies the deleted rows once.
 -- MERGE is refused on tables with triggers: these logs and the dynamic/state tables have none.
 
-CREATE TABLE wanka."changes_sites" AS
-    SELECT *, CAST(0 AS BIGINT) AS seq, CAST('' AS VARCHAR) AS kind FROM sites LIMIT 0;
-CREATE TRIGGER sites_rows_delete AFTER DELETE ON sites REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka."changes_sites"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'sites'));
-CREATE TRIGGER sites_rows_update AFTER UPDATE ON sites REFERENCING OLD TABLE AS o NEW TABLE AS n
-    FOR EACH STATEMENT INSERT INTO wanka."changes_sites"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'sites'))
-    UNION ALL SELECT *, currval('wanka.batch_seq'), 'inserted' FROM n
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'sites'));
+@include(parts/change_rows_table.sql, table=sites);
+@include(parts/change_rows_triggers.sql, table=sites);
 
-CREATE TABLE wanka."changes_clusters" AS
-    SELECT *, CAST(0 AS BIGINT) AS seq, CAST('' AS VARCHAR) AS kind FROM clusters LIMIT 0;
-CREATE TRIGGER clusters_rows_delete AFTER DELETE ON clusters REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka."changes_clusters"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'clusters'));
-CREATE TRIGGER clusters_rows_update AFTER UPDATE ON clusters REFERENCING OLD TABLE AS o NEW TABLE AS n
-    FOR EACH STATEMENT INSERT INTO wanka."changes_clusters"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'clusters'))
-    UNION ALL SELECT *, currval('wanka.batch_seq'), 'inserted' FROM n
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'clusters'));
+@include(parts/change_rows_table.sql, table=clusters);
+@include(parts/change_rows_triggers.sql, table=clusters);
 
-CREATE TABLE wanka."changes_nodes" AS
-    SELECT *, CAST(0 AS BIGINT) AS seq, CAST('' AS VARCHAR) AS kind FROM nodes LIMIT 0;
-CREATE TRIGGER nodes_rows_delete AFTER DELETE ON nodes REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka."changes_nodes"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'nodes'));
-CREATE TRIGGER nodes_rows_update AFTER UPDATE ON nodes REFERENCING OLD TABLE AS o NEW TABLE AS n
-    FOR EACH STATEMENT INSERT INTO wanka."changes_nodes"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'nodes'))
-    UNION ALL SELECT *, currval('wanka.batch_seq'), 'inserted' FROM n
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'nodes'));
+@include(parts/change_rows_table.sql, table=nodes);
+@include(parts/change_rows_triggers.sql, table=nodes);
 
-CREATE TABLE wanka."changes_gpu_metrics" AS
-    SELECT *, CAST(0 AS BIGINT) AS seq, CAST('' AS VARCHAR) AS kind FROM gpu_metrics LIMIT 0;
-CREATE TRIGGER gpu_metrics_rows_delete AFTER DELETE ON gpu_metrics REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka."changes_gpu_metrics"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'gpu_metrics'));
-CREATE TRIGGER gpu_metrics_rows_update AFTER UPDATE ON gpu_metrics REFERENCING OLD TABLE AS o NEW TABLE AS n
-    FOR EACH STATEMENT INSERT INTO wanka."changes_gpu_metrics"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'gpu_metrics'))
-    UNION ALL SELECT *, currval('wanka.batch_seq'), 'inserted' FROM n
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'gpu_metrics'));
+@include(parts/change_rows_table.sql, table=gpu_metrics);
+@include(parts/change_rows_triggers.sql, table=gpu_metrics);
 
-CREATE TABLE wanka."changes_jobs" AS
-    SELECT *, CAST(0 AS BIGINT) AS seq, CAST('' AS VARCHAR) AS kind FROM jobs LIMIT 0;
-CREATE TRIGGER jobs_rows_delete AFTER DELETE ON jobs REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka."changes_jobs"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'jobs'));
-CREATE TRIGGER jobs_rows_update AFTER UPDATE ON jobs REFERENCING OLD TABLE AS o NEW TABLE AS n
-    FOR EACH STATEMENT INSERT INTO wanka."changes_jobs"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'jobs'))
-    UNION ALL SELECT *, currval('wanka.batch_seq'), 'inserted' FROM n
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'jobs'));
+@include(parts/change_rows_table.sql, table=jobs);
+@include(parts/change_rows_triggers.sql, table=jobs);
 
-CREATE TABLE wanka."changes_job_steps" AS
-    SELECT *, CAST(0 AS BIGINT) AS seq, CAST('' AS VARCHAR) AS kind FROM job_steps LIMIT 0;
-CREATE TRIGGER job_steps_rows_delete AFTER DELETE ON job_steps REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka."changes_job_steps"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'job_steps'));
-CREATE TRIGGER job_steps_rows_update AFTER UPDATE ON job_steps REFERENCING OLD TABLE AS o NEW TABLE AS n
-    FOR EACH STATEMENT INSERT INTO wanka."changes_job_steps"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'job_steps'))
-    UNION ALL SELECT *, currval('wanka.batch_seq'), 'inserted' FROM n
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'job_steps'));
+@include(parts/change_rows_table.sql, table=job_steps);
+@include(parts/change_rows_triggers.sql, table=job_steps);
 
-CREATE TABLE wanka."changes_job_events" AS
-    SELECT *, CAST(0 AS BIGINT) AS seq, CAST('' AS VARCHAR) AS kind FROM job_events LIMIT 0;
-CREATE TRIGGER job_events_rows_delete AFTER DELETE ON job_events REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka."changes_job_events"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'job_events'));
-CREATE TRIGGER job_events_rows_update AFTER UPDATE ON job_events REFERENCING OLD TABLE AS o NEW TABLE AS n
-    FOR EACH STATEMENT INSERT INTO wanka."changes_job_events"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'job_events'))
-    UNION ALL SELECT *, currval('wanka.batch_seq'), 'inserted' FROM n
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'job_events'));
+@include(parts/change_rows_table.sql, table=job_events);
+@include(parts/change_rows_triggers.sql, table=job_events);
 
-CREATE TABLE wanka."changes_pods" AS
-    SELECT *, CAST(0 AS BIGINT) AS seq, CAST('' AS VARCHAR) AS kind FROM pods LIMIT 0;
-CREATE TRIGGER pods_rows_delete AFTER DELETE ON pods REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka."changes_pods"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'pods'));
-CREATE TRIGGER pods_rows_update AFTER UPDATE ON pods REFERENCING OLD TABLE AS o NEW TABLE AS n
-    FOR EACH STATEMENT INSERT INTO wanka."changes_pods"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'pods'))
-    UNION ALL SELECT *, currval('wanka.batch_seq'), 'inserted' FROM n
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'pods'));
+@include(parts/change_rows_table.sql, table=pods);
+@include(parts/change_rows_triggers.sql, table=pods);
 
-CREATE TABLE wanka."changes_nccl_results" AS
-    SELECT *, CAST(0 AS BIGINT) AS seq, CAST('' AS VARCHAR) AS kind FROM nccl_results LIMIT 0;
-CREATE TRIGGER nccl_results_rows_delete AFTER DELETE ON nccl_results REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka."changes_nccl_results"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'nccl_results'));
-CREATE TRIGGER nccl_results_rows_update AFTER UPDATE ON nccl_results REFERENCING OLD TABLE AS o NEW TABLE AS n
-    FOR EACH STATEMENT INSERT INTO wanka."changes_nccl_results"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'nccl_results'))
-    UNION ALL SELECT *, currval('wanka.batch_seq'), 'inserted' FROM n
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'nccl_results'));
+@include(parts/change_rows_table.sql, table=nccl_results);
+@include(parts/change_rows_triggers.sql, table=nccl_results);

@@ -39,24 +39,7 @@ CREATE TABLE gpu_attribution (
     batch_id            BIGINT DEFAULT nextval('wanka.batch_seq')
 );
 
-CREATE TRIGGER gpu_attribution_changes_delete AFTER DELETE ON gpu_attribution REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'gpu_attribution', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER gpu_attribution_changes_update AFTER UPDATE ON gpu_attribution REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'gpu_attribution', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TABLE wanka."changes_gpu_attribution" AS
-    SELECT *, CAST(0 AS BIGINT) AS seq, CAST('' AS VARCHAR) AS kind FROM gpu_attribution LIMIT 0;
-CREATE TRIGGER gpu_attribution_rows_delete AFTER DELETE ON gpu_attribution REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka."changes_gpu_attribution"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'gpu_attribution'));
-CREATE TRIGGER gpu_attribution_rows_update AFTER UPDATE ON gpu_attribution REFERENCING OLD TABLE AS o NEW TABLE AS n
-    FOR EACH STATEMENT INSERT INTO wanka."changes_gpu_attribution"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'gpu_attribution'))
-    UNION ALL SELECT *, currval('wanka.batch_seq'), 'inserted' FROM n
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'gpu_attribution'));
+@include(parts/tracked_table.sql, table=gpu_attribution);
 
 CREATE TABLE wanka.job_label_stretches (
     job_id              VARCHAR NOT NULL,
@@ -148,49 +131,19 @@ ALTER TABLE jobs_v14 RENAME TO jobs;
 ALTER TABLE job_steps_v14 RENAME TO job_steps;
 
 ALTER TABLE wanka."changes_jobs" RENAME TO "changes_jobs_v13";
-CREATE TABLE wanka."changes_jobs" AS
-    SELECT *, CAST(0 AS BIGINT) AS seq, CAST('' AS VARCHAR) AS kind FROM jobs LIMIT 0;
+@include(parts/change_rows_table.sql, table=jobs);
 INSERT INTO wanka."changes_jobs" BY NAME SELECT * FROM wanka."changes_jobs_v13";
 DROP TABLE wanka."changes_jobs_v13";
 ALTER TABLE wanka."changes_job_steps" RENAME TO "changes_job_steps_v13";
-CREATE TABLE wanka."changes_job_steps" AS
-    SELECT *, CAST(0 AS BIGINT) AS seq, CAST('' AS VARCHAR) AS kind FROM job_steps LIMIT 0;
+@include(parts/change_rows_table.sql, table=job_steps);
 INSERT INTO wanka."changes_job_steps" BY NAME SELECT * FROM wanka."changes_job_steps_v13";
 DROP TABLE wanka."changes_job_steps_v13";
 
-CREATE TRIGGER jobs_changes_delete AFTER DELETE ON jobs REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'jobs', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER jobs_changes_update AFTER UPDATE ON jobs REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'jobs', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER jobs_rows_delete AFTER DELETE ON jobs REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka."changes_jobs"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'jobs'));
-CREATE TRIGGER jobs_rows_update AFTER UPDATE ON jobs REFERENCING OLD TABLE AS o NEW TABLE AS n
-    FOR EACH STATEMENT INSERT INTO wanka."changes_jobs"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'jobs'))
-    UNION ALL SELECT *, currval('wanka.batch_seq'), 'inserted' FROM n
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'jobs'));
+@include(parts/change_count_triggers.sql, table=jobs);
+@include(parts/change_rows_triggers.sql, table=jobs);
 
-CREATE TRIGGER job_steps_changes_delete AFTER DELETE ON job_steps REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'job_steps', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER job_steps_changes_update AFTER UPDATE ON job_steps REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'job_steps', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER job_steps_rows_delete AFTER DELETE ON job_steps REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka."changes_job_steps"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'job_steps'));
-CREATE TRIGGER job_steps_rows_update AFTER UPDATE ON job_steps REFERENCING OLD TABLE AS o NEW TABLE AS n
-    FOR EACH STATEMENT INSERT INTO wanka."changes_job_steps"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'job_steps'))
-    UNION ALL SELECT *, currval('wanka.batch_seq'), 'inserted' FROM n
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'job_steps'));
+@include(parts/change_count_triggers.sql, table=job_steps);
+@include(parts/change_rows_triggers.sql, table=job_steps);
 
 -- The thresholds of `wanka jobstats`' notes and the waste analyses, one row per rule; an admin
 -- edits `threshold` (UPDATE wanka.efficiency_rules SET threshold = 10 WHERE rule = 'low_util').

@@ -11,24 +11,7 @@ CREATE TABLE prom_samples (
     batch_id            BIGINT DEFAULT nextval('wanka.batch_seq')
 );
 
-CREATE TRIGGER prom_samples_changes_delete AFTER DELETE ON prom_samples REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'prom_samples', nextval('wanka.batch_seq'), 'delete', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TRIGGER prom_samples_changes_update AFTER UPDATE ON prom_samples REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka.table_changes
-    SELECT 'prom_samples', nextval('wanka.batch_seq'), 'update', count(*), now() FROM o HAVING count(*) > 0;
-CREATE TABLE wanka."changes_prom_samples" AS
-    SELECT *, CAST(0 AS BIGINT) AS seq, CAST('' AS VARCHAR) AS kind FROM prom_samples LIMIT 0;
-CREATE TRIGGER prom_samples_rows_delete AFTER DELETE ON prom_samples REFERENCING OLD TABLE AS o
-    FOR EACH STATEMENT INSERT INTO wanka."changes_prom_samples"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'prom_samples'));
-CREATE TRIGGER prom_samples_rows_update AFTER UPDATE ON prom_samples REFERENCING OLD TABLE AS o NEW TABLE AS n
-    FOR EACH STATEMENT INSERT INTO wanka."changes_prom_samples"
-    SELECT *, currval('wanka.batch_seq'), 'deleted' FROM o
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'prom_samples'))
-    UNION ALL SELECT *, currval('wanka.batch_seq'), 'inserted' FROM n
-        WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables WHERE list_contains(sources, 'prom_samples'));
+@include(parts/tracked_table.sql, table=prom_samples);
 
 -- Staleness markers (the NaN with bits 0x7ff0000000000002 Prometheus writes when a series
 -- disappears from a scrape): where a series ended, not a value. One row per marker, of either
