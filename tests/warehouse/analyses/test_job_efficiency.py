@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
+from tests.warehouse.samples import insert_samples, minute
 from warehouse.analyses import run_analysis_table
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.kernel.engine import Engine
-from warehouse.query.executor import execute
 
 HPC = '{"hpc_job":"%s"}'
 POD = '{"namespace":"ml","pod":"pod-x"}'
@@ -80,19 +80,14 @@ def eng() -> Iterator[Engine]:
             for labels, host, gpu, metric, values in SERIES
             for minute, value in enumerate(values)
         ]
-        values = ", ".join(
-            "(TIMESTAMPTZ '2026-11-01' + to_minutes(CAST(? AS BIGINT)), ?, ?, ?, 'H100', ?, ?, ?)"
-            for _ in rows
-        )
-        params = [
-            x for m, h, g, metric, v, lab in rows for x in (m, h, g, f"GPU-{h}-{g}", metric, v, lab)
-        ]
-        execute(
+        insert_samples(
             con,
-            "INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value, labels) "
-            f"VALUES {values}",
-            params,
-        ).read_all()
+            [
+                {"ts": minute(m), "host": h, "gpu": g, "uuid": f"GPU-{h}-{g}", "model": "H100"}
+                | {"metric": metric, "value": v, "labels": lab}
+                for m, h, g, metric, v, lab in rows
+            ],
+        )
         install_shipped(engine)  # creates the dynamic tables, each refreshed once
         yield engine
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.warehouse.dynamic.dimension import place_node
+from tests.warehouse.samples import insert_samples, minute
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 
@@ -82,13 +83,13 @@ def _apply(eng: Engine, action: str, arg: object) -> None:
     con = eng.con
     if action == "insert" and arg:
         assert isinstance(arg, list)
-        values = ", ".join(
-            "(TIMESTAMPTZ '2026-11-01' + to_minutes(?), coalesce(?, 'z'), ?, ?)" for _ in arg
+        insert_samples(
+            con,
+            [
+                {"ts": minute(m), "host": "z" if h is None else h, "metric": metric, "value": v}
+                for m, h, metric, v in arg
+            ],
         )
-        params = [v for r in arg for v in r]
-        execute(
-            con, f"INSERT INTO gpu_metrics (ts, host, metric, value) VALUES {values}", params
-        ).read_all()
     elif action == "delete":
         execute(con, "DELETE FROM gpu_metrics WHERE value < ?", [arg]).read_all()
     elif action == "update":

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.warehouse.dynamic.dimension import place_node
+from tests.warehouse.samples import insert_samples, minute
 from warehouse.dynamic.shipped import in_creation_order, install_shipped, shipped_folder
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
@@ -71,19 +72,14 @@ def apply(eng: Engine, action: str, arg: object) -> None:
     con = eng.con
     if action == "samples":
         assert isinstance(arg, list)
-        values = ", ".join(
-            "(TIMESTAMPTZ '2026-11-01' + to_minutes(?), ?, ?, 'GPU-' || ?, 'H100', ?, ?, ?)"
-            for _ in arg
-        )
-        params = [
-            x for m, h, g, metric, v, lab in arg for x in (m, h, g, f"{h}-{g}", metric, v, lab)
-        ]
-        execute(
+        insert_samples(
             con,
-            "INSERT INTO gpu_metrics (ts, host, gpu, uuid, model, metric, value, labels) "
-            f"VALUES {values}",
-            params,
-        ).read_all()
+            [
+                {"ts": minute(m), "host": h, "gpu": g, "uuid": f"GPU-{h}-{g}", "model": "H100"}
+                | {"metric": metric, "value": v, "labels": lab}
+                for m, h, g, metric, v, lab in arg
+            ],
+        )
     elif action == "job":
         assert isinstance(arg, tuple)
         job_id, account, start, gpus, elapsed, state, hosts = arg

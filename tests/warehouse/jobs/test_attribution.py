@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.warehouse.samples import insert_samples, minute
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.jobs import attribution
 from warehouse.kernel.engine import Engine
@@ -22,13 +23,14 @@ def eng() -> Iterator[Engine]:
 
 def samples(eng: Engine, rows: list[tuple[int, str, int, float, str | None]]) -> None:
     """(minute, host, gpu, util, labels JSON) rows of DCGM_FI_DEV_GPU_UTIL, one insert."""
-    values = ", ".join("(TIMESTAMPTZ '2026-11-01' + to_minutes(?), ?, ?, ?, ?, ?, ?)" for _ in rows)
-    params = [x for m, h, g, v, lab in rows for x in (m, h, g, f"{h}-{g}", UTIL, v, lab)]
-    execute(
+    insert_samples(
         eng.con,
-        f"INSERT INTO gpu_metrics (ts, host, gpu, uuid, metric, value, labels) VALUES {values}",
-        params,
-    ).read_all()
+        [
+            {"ts": minute(m), "host": h, "gpu": g, "uuid": f"{h}-{g}", "metric": UTIL}
+            | {"value": v, "labels": lab}
+            for m, h, g, v, lab in rows
+        ],
+    )
 
 
 def refresh(eng: Engine) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_wanka
+from tests.warehouse.samples import insert_samples, minute
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.jobs import stats
 from warehouse.kernel.engine import Engine
@@ -27,19 +28,15 @@ def build(eng: Engine) -> None:
         "'COMPLETED', TIMESTAMPTZ '2026-11-01', TIMESTAMPTZ '2026-11-01 00:30:00', 1800, "
         "86400, 4, 1, ['h1'])"
     )
-    rows = []
-    for minute in range(30):
+    rows: list[dict[str, object]] = []
+    for m in range(30):
         for gpu in range(4):
             labels = '{"hpc_job":"7"}'
             util = 0.0 if gpu >= 2 else 20.0
-            rows += [(minute, gpu, UTIL, util, labels), (minute, gpu, FB, 2048.0, labels)]
-            rows.append((minute, gpu, POWER, 100.0 + 100 * (gpu < 2), labels))
-    values = ", ".join("(TIMESTAMPTZ '2026-11-01' + to_minutes(?), 'h1', ?, ?, ?, ?)" for _ in rows)
-    execute(
-        eng.con,
-        f"INSERT INTO gpu_metrics (ts, host, gpu, metric, value, labels) VALUES {values}",
-        [x for r in rows for x in r],
-    ).read_all()
+            for metric, value in ((UTIL, util), (FB, 2048.0), (POWER, 100.0 + 100 * (gpu < 2))):
+                row = {"ts": minute(m), "host": "h1", "gpu": gpu, "metric": metric, "value": value}
+                rows.append(row | {"labels": labels})
+    insert_samples(eng.con, rows)
     for name in ("job_gpu_usage_daily", "job_gpu_usage_by_gpu", "job_gpu_usage"):
         execute(eng.con, f"REFRESH DYNAMIC TABLE {name}").read_all()
 

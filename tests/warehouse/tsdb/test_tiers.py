@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.warehouse.samples import START, insert_samples
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 from warehouse.tsdb import tiers
@@ -38,12 +40,19 @@ def _apply(eng: Engine, action: str, arg: object) -> None:
     cur = eng.cursor()
     if action == "insert":
         assert isinstance(arg, list)
-        values = ", ".join(
-            "(TIMESTAMPTZ '2026-11-01' + to_seconds(? * 20), ?, 0, ?, ?)" for _ in arg
+        insert_samples(
+            cur,
+            [
+                {
+                    "ts": START + timedelta(seconds=20 * s),
+                    "host": h,
+                    "gpu": 0,
+                    "metric": metric,
+                    "value": v,
+                }
+                for s, h, metric, v in arg
+            ],
         )
-        params = [v for row in arg for v in row]
-        sql = f"INSERT INTO gpu_metrics (ts, host, gpu, metric, value) VALUES {values}"
-        execute(cur, sql, params).read_all()
     elif action == "delete":
         execute(cur, "DELETE FROM gpu_metrics WHERE value < ?", [arg]).read_all()
     elif action == "update":
