@@ -1,8 +1,10 @@
 """What the report shows: one section per analysis, each with a chart drawn from its result.
 
-A section names a shipped analysis (and parameter values), and a function that turns the
-analysis's Arrow table into one SVG chart. Charts only rearrange rows; every figure in them
-comes from the analysis's SQL.
+A section names a shipped analysis (and parameter values), and what turns the analysis's
+Arrow table into one SVG chart. Most charts plot columns as they are, and say so as data: a
+`Bars` or `Lines` spec (which columns, title, units, which rows) drawn by one function each.
+The few that rearrange more (a pivot, a stack, labels made of several columns) are functions.
+Charts only rearrange rows; every figure in them comes from the analysis's SQL.
 """
 
 from __future__ import annotations
@@ -46,53 +48,77 @@ def _by(df: pl.DataFrame, key: str, x: str, y: str) -> dict[str, tuple[list[Any]
     }
 
 
-def interconnect(df: pl.DataFrame) -> str | None:
-    one = df.unique("cluster", keep="first", maintain_order=True).sort("cluster")
-    if one.is_empty():
-        return None
-    return charts.bars(
-        one["cluster"].to_list(),
-        {
-            "70B hierarchical": one["allreduce_70b_hier_s"].to_list(),
-            "70B flat ring": one["allreduce_70b_ring_s"].to_list(),
-            "7B hierarchical": one["allreduce_7b_hier_s"].to_list(),
-            "7B flat ring": one["allreduce_7b_ring_s"].to_list(),
-        },
-        "Gradient all-reduce over 1,024 GPUs, by cluster topology",
-        "seconds per step",
+#: What a chart plots: (legend label, column) pairs, one bar or line each.
+Series = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Bars:
+    """Grouped bars: one group per row, labelled by column `x`, one bar per entry of `y`.
+
+    Most charts of the report are this: columns of the analysis's rows as they are, after
+    `keep` picks the rows to show (none left: no chart).
+    """
+
+    x: str
+    y: Series
+    title: str
+    units: str
+    keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None
+    log: bool = False
+    divide: float | None = None  # the values over this (dollars in millions)
+
+    def __call__(self, df: pl.DataFrame) -> str | None:
+        shown = self.keep(df) if self.keep else df
+        if shown.is_empty():
+            return None
+        groups = {
+            label: (shown[column] if self.divide is None else shown[column] / self.divide).to_list()
+            for label, column in self.y
+        }
+        return charts.bars(shown[self.x].to_list(), groups, self.title, self.units, log=self.log)
+
+
+@dataclass(frozen=True)
+class Lines:
+    """Lines over column `x`: one per entry of `y`, or, where `y` is one column, one per value
+    of column `by`, after `keep` picks the rows to show (none left: no chart)."""
+
+    x: str
+    y: str | Series
+    title: str
+    units: str
+    by: str = ""
+    keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None
+
+    def __call__(self, df: pl.DataFrame) -> str | None:
+        shown = self.keep(df) if self.keep else df
+        if shown.is_empty():
+            return None
+        if isinstance(self.y, str):
+            series = _by(shown, self.by, self.x, self.y)
+        else:
+            xs = shown[self.x].to_list()
+            series = {label: (xs, shown[column].to_list()) for label, column in self.y}
+        return charts.lines(series, self.title, self.units)
+
+
+def _one_per_cluster(df: pl.DataFrame) -> pl.DataFrame:
+    """The first row of each cluster, in cluster order (the analysis repeats cluster facts)."""
+    return df.unique("cluster", keep="first", maintain_order=True).sort("cluster")
+
+
+def _wait_by_size(df: pl.DataFrame) -> pl.DataFrame:
+    """Mean queue wait in minutes per size class, over the clusters (weighted by jobs)."""
+    return (
+        df.group_by("size_class", maintain_order=True)
+        .agg((pl.col("mean_wait_s") * pl.col("jobs")).sum() / pl.col("jobs").sum() / 60)
+        .rename({"mean_wait_s": "wait_min"})
     )
 
 
-def nic_vs_slot(df: pl.DataFrame) -> str | None:
-    one = df.unique("cluster", keep="first", maintain_order=True).sort("cluster")
-    if one.is_empty():
-        return None
-    return charts.bars(
-        one["cluster"].to_list(),
-        {
-            "NIC line rate": one["nic_line_gbs"].to_list(),
-            "PCIe link": one["pcie_slot_gbs"].to_list(),
-            "usable": one["nic_effective_gbs"].to_list(),
-        },
-        "One compute NIC: line rate vs the PCIe link behind it",
-        "GB/s per direction",
-    )
-
-
-def checkpoint(df: pl.DataFrame) -> str | None:
-    top = df.head(10)
-    if top.is_empty():
-        return None
-    return charts.bars(
-        top["job_id"].to_list(),
-        {
-            "synchronous save": top["sync_stall_s"].to_list(),
-            "async save": top["async_stall_s"].to_list(),
-        },
-        "Training blocked per checkpoint, the 10 slowest savers",
-        "seconds (log)",
-        log=True,
-    )
+# The charts that are more than columns as they are: labels made of several columns, a pivot,
+# a stack, a choice between bars and lines.
 
 
 def what_if(df: pl.DataFrame) -> str | None:
@@ -113,43 +139,6 @@ def what_if(df: pl.DataFrame) -> str | None:
         "A 70B checkpoint (980 GB) from one node: seconds training is blocked",
         "seconds (log)",
         log=True,
-    )
-
-
-def allocation(df: pl.DataFrame) -> str | None:
-    known = df.filter(pl.col("peak_alloc_pct").is_not_null())
-    if known.is_empty():
-        return None
-    return charts.lines(
-        _by(known, "cluster", "bucket_start", "peak_alloc_pct"),
-        "GPUs allocated to jobs (peak per hour)",
-        "% of the cluster's GPUs",
-    )
-
-
-def philly_demand(df: pl.DataFrame) -> str | None:
-    if df.is_empty():
-        return None
-    return charts.lines(
-        _by(df, "cluster", "bucket_start", "peak_gpus"),
-        "Philly trace: GPUs held by jobs (peak per day, from submit times)",
-        "GPUs",
-    )
-
-
-def queue(df: pl.DataFrame) -> str | None:
-    by_size = (
-        df.group_by("size_class", maintain_order=True)
-        .agg((pl.col("mean_wait_s") * pl.col("jobs")).sum() / pl.col("jobs").sum() / 60)
-        .rename({"mean_wait_s": "wait_min"})
-    )
-    if by_size.is_empty():
-        return None
-    return charts.bars(
-        by_size["size_class"].to_list(),
-        {"mean wait": by_size["wait_min"].to_list()},
-        "Queue wait by job size (GPUs)",
-        "minutes",
     )
 
 
@@ -208,37 +197,6 @@ def power(df: pl.DataFrame) -> str | None:
     )
 
 
-def perf_per_watt(df: pl.DataFrame) -> str | None:
-    return charts.bars(
-        df["model"].to_list(),
-        {
-            "at TDP": df["tflops_per_w_tdp"].to_list(),
-            "measured under load": df["tflops_per_w_measured"].to_list(),
-        },
-        "Dense BF16 TFLOPS per watt",
-        "TFLOPS/W",
-    )
-
-
-def annual(df: pl.DataFrame) -> str | None:
-    if df.is_empty():
-        return None
-    return charts.bars(
-        df["cluster"].to_list(),
-        {"at 0.10 USD/kWh": (df["annual_cost_usd"] / 1e6).to_list()},
-        "Annual electricity cost per cluster (facility, at the site's PUE)",
-        "million USD / year",
-    )
-
-
-def teams(df: pl.DataFrame) -> str | None:
-    if df.is_empty():
-        return None
-    return charts.bars(
-        df["team"].to_list(), {"cost": df["cost"].to_list()}, "Electricity cost by team", "currency"
-    )
-
-
 def efficiency(df: pl.DataFrame) -> str | None:
     """GPU-hours per account (`gpu_efficiency` by account), split into idle and in use."""
     if df.is_empty():
@@ -254,61 +212,107 @@ def efficiency(df: pl.DataFrame) -> str | None:
     )
 
 
-def interruptions(df: pl.DataFrame) -> str | None:
-    if df.is_empty():
-        return None
-    return charts.bars(
-        df["cluster"].to_list(),
-        {"interruptions": df["per_1k_gpu_days"].to_list()},
-        "Hardware interruptions per 1,000 GPU-days",
-        "per 1,000 GPU-days",
-    )
-
-
-def xids(df: pl.DataFrame) -> str | None:
-    if df.is_empty():
-        return None
-    return charts.bars(
-        df["model"].to_list(),
-        {"GPUs showing an XID": df["per_1k_gpu_hours"].to_list()},
-        "XID errors by GPU model",
-        "per 1,000 GPU-hours",
-    )
-
-
-def duty(df: pl.DataFrame) -> str | None:
-    if df.is_empty():
-        return None
-    return charts.lines(
-        {
-            "mean duty cycle %": (df["bucket_start"].to_list(), df["mean_duty_pct"].to_list()),
-            "idle samples %": (df["bucket_start"].to_list(), df["idle_share_pct"].to_list()),
-        },
-        "Alibaba GenAI serving GPUs: duty cycle over a day",
-        "%",
-    )
-
-
 SECTIONS: tuple[Section, ...] = (
-    Section("Interconnect", "interconnect_balance", nic_vs_slot, rows=8),
-    Section("Interconnect", "interconnect_balance", interconnect, rows=0),
+    Section(
+        "Interconnect",
+        "interconnect_balance",
+        Bars(
+            "cluster",
+            (
+                ("NIC line rate", "nic_line_gbs"),
+                ("PCIe link", "pcie_slot_gbs"),
+                ("usable", "nic_effective_gbs"),
+            ),
+            "One compute NIC: line rate vs the PCIe link behind it",
+            "GB/s per direction",
+            keep=_one_per_cluster,
+        ),
+        rows=8,
+    ),
+    Section(
+        "Interconnect",
+        "interconnect_balance",
+        Bars(
+            "cluster",
+            (
+                ("70B hierarchical", "allreduce_70b_hier_s"),
+                ("70B flat ring", "allreduce_70b_ring_s"),
+                ("7B hierarchical", "allreduce_7b_hier_s"),
+                ("7B flat ring", "allreduce_7b_ring_s"),
+            ),
+            "Gradient all-reduce over 1,024 GPUs, by cluster topology",
+            "seconds per step",
+            keep=_one_per_cluster,
+        ),
+        rows=0,
+    ),
     Section("Checkpointing", "checkpoint_what_if", what_if, rows=7),
-    Section("Checkpointing", "checkpoint_cost", checkpoint),
-    Section("Scheduling", "gpu_allocation", allocation, {"cluster": ""}, rows=0),
+    Section(
+        "Checkpointing",
+        "checkpoint_cost",
+        Bars(
+            "job_id",
+            (("synchronous save", "sync_stall_s"), ("async save", "async_stall_s")),
+            "Training blocked per checkpoint, the 10 slowest savers",
+            "seconds (log)",
+            keep=lambda df: df.head(10),
+            log=True,
+        ),
+    ),
     Section(
         "Scheduling",
         "gpu_allocation",
-        philly_demand,
+        Lines(
+            "bucket_start",
+            "peak_alloc_pct",
+            "GPUs allocated to jobs (peak per hour)",
+            "% of the cluster's GPUs",
+            by="cluster",
+            keep=lambda df: df.filter(pl.col("peak_alloc_pct").is_not_null()),
+        ),
+        {"cluster": ""},
+        rows=0,
+    ),
+    Section(
+        "Scheduling",
+        "gpu_allocation",
+        Lines(
+            "bucket_start",
+            "peak_gpus",
+            "Philly trace: GPUs held by jobs (peak per day, from submit times)",
+            "GPUs",
+            by="cluster",
+        ),
         {"cluster": "philly", "bucket": "1 day"},
         rows=0,
     ),
-    Section("Scheduling", "queue_wait", queue),
+    Section(
+        "Scheduling",
+        "queue_wait",
+        Bars(
+            "size_class",
+            (("mean wait", "wait_min"),),
+            "Queue wait by job size (GPUs)",
+            "minutes",
+            keep=_wait_by_size,
+        ),
+    ),
     Section("Scheduling", "gpu_hours_by_state", by_state, rows=30),
     Section("Scheduling", "fragmentation", fragmentation, rows=0),
     Section("Scheduling", "job_size_shares", None, rows=30),
     Section("Scheduling", "trace_summary", None, rows=10),
     Section("Scheduling", "cold_start", cold_start),
-    Section("Scheduling", "duty_cycle", duty, rows=0),
+    Section(
+        "Scheduling",
+        "duty_cycle",
+        Lines(
+            "bucket_start",
+            (("mean duty cycle %", "mean_duty_pct"), ("idle samples %", "idle_share_pct")),
+            "Alibaba GenAI serving GPUs: duty cycle over a day",
+            "%",
+        ),
+        rows=0,
+    ),
     Section("Efficiency", "gpu_efficiency", efficiency, {"by": "account"}),
     Section(
         "Efficiency",
@@ -317,10 +321,36 @@ SECTIONS: tuple[Section, ...] = (
         empty="No job left a GPU idle as long as wanka.efficiency_rules' idle_minutes asks.",
     ),
     Section("Energy", "power_by_cluster", power, rows=0),
-    Section("Energy", "annual_cost", annual),
-    Section("Energy", "energy_by_team", teams),
+    Section(
+        "Energy",
+        "annual_cost",
+        Bars(
+            "cluster",
+            (("at 0.10 USD/kWh", "annual_cost_usd"),),
+            "Annual electricity cost per cluster (facility, at the site's PUE)",
+            "million USD / year",
+            divide=1e6,
+        ),
+    ),
+    Section(
+        "Energy",
+        "energy_by_team",
+        Bars("team", (("cost", "cost"),), "Electricity cost by team", "currency"),
+    ),
     Section("Energy", "job_energy", None),
-    Section("Energy", "perf_per_watt", perf_per_watt),
+    Section(
+        "Energy",
+        "perf_per_watt",
+        Bars(
+            "model",
+            (
+                ("at TDP", "tflops_per_w_tdp"),
+                ("measured under load", "tflops_per_w_measured"),
+            ),
+            "Dense BF16 TFLOPS per watt",
+            "TFLOPS/W",
+        ),
+    ),
     Section(
         "Reliability",
         "health",
@@ -337,7 +367,25 @@ SECTIONS: tuple[Section, ...] = (
         empty="No job's logged step time went up and stayed up.",
     ),
     Section("Reliability", "interruption_causes", None, rows=20),
-    Section("Reliability", "interruptions", interruptions),
-    Section("Reliability", "xid_by_model", xids),
+    Section(
+        "Reliability",
+        "interruptions",
+        Bars(
+            "cluster",
+            (("interruptions", "per_1k_gpu_days"),),
+            "Hardware interruptions per 1,000 GPU-days",
+            "per 1,000 GPU-days",
+        ),
+    ),
+    Section(
+        "Reliability",
+        "xid_by_model",
+        Bars(
+            "model",
+            (("GPUs showing an XID", "per_1k_gpu_hours"),),
+            "XID errors by GPU model",
+            "per 1,000 GPU-hours",
+        ),
+    ),
     Section("Reliability", "failure_correlated_jobs", None),
 )
