@@ -1,7 +1,7 @@
 """Hand-made telemetry for tests: gpu_metrics rows written with one SQL INSERT.
 
 The rows go in as a person's `INSERT INTO gpu_metrics (...) VALUES (...), ...` would, through
-`warehouse.query.execute` and so the view's DML rewrite (`warehouse.telemetry_dml`): one
+`warehouse.query.executor.execute` and so the view's DML rewrite (`warehouse.tsdb.dml`): one
 statement, one batch id. Here the statement's text is built once, instead of in each test.
 """
 
@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import duckdb
 
-from warehouse.query import execute
+from warehouse.query.executor import execute
 
 #: When hand-made samples start.
 START = datetime(2026, 11, 1, tzinfo=UTC)

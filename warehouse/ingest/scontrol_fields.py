@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from warehouse.hostlist import split_outside
+from warehouse.jobs.hostlist import split_outside
 
 #: A field starts where a key (`JobId`, `AllocNode:Sid`, `CPUs/Task`, `CPU_IDs`) and `=` follow
 #: white space. Values may hold spaces (JobName, Command, SubmitLine), so a value runs to the next

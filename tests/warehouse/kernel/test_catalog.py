@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from warehouse import catalog
+from warehouse.kernel import catalog
 
 #: sha256 of the statements each shipped schema step ran when it shipped (its file's bytes then,
 #: recorded in every warehouse's wanka.schema_migrations). A step that includes parts must expand
