@@ -1,10 +1,10 @@
-"""The README's table of model functions, generated from the registry so it cannot drift.
+"""The docs page of model functions, generated from the registry so it cannot drift.
 
-    python -m udfs.docs                 # print the section
-    python -m udfs.docs --write README.md   # replace it between the markers in README.md
+    python -m udfs.docs                                  # print the section
+    python -m udfs.docs --write docs/model-functions.md  # replace it between the page's markers
 
 Each example's result is computed by the function itself; tests check that SQL gives the same
-value and that the README holds exactly this text.
+value and that the page (`PAGE`) holds exactly this text.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from typing import Any
 from udfs.registry import REGISTRY
 
 BEGIN, END = "<!-- functions:begin -->", "<!-- functions:end -->"
+
+#: The page the section stands in, relative to the repository root.
+PAGE = Path("docs/model-functions.md")
 
 #: Queries joining the reference tables with the model functions: (what it answers, SQL).
 REFERENCE_QUERIES: dict[str, tuple[str, str]] = {
@@ -97,7 +100,7 @@ def table() -> str:
 
 
 def render() -> str:
-    """Everything between the README markers."""
+    """Everything between the page's markers."""
     parts = [
         "Each is a SQL macro in schema `main`, compiled from one Python definition in `udfs/` "
         "(formula, units and source in its docstring); NULL in any argument gives NULL, an "
@@ -106,7 +109,7 @@ def render() -> str:
         "",
         table(),
         "",
-        "### Model functions over the reference tables",
+        "## Model functions over the reference tables",
     ]
     for description, sql in REFERENCE_QUERIES.values():
         parts += ["", description, "", "```sql", sql + ";", "```"]
@@ -129,7 +132,7 @@ def section_of(text: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="print or write the model function table")
-    parser.add_argument("--write", type=Path, help="README to update between the markers")
+    parser.add_argument("--write", type=Path, help=f"page to update between the markers ({PAGE})")
     args = parser.parse_args()
     if args.write:
         args.write.write_text(replace_section(args.write.read_text(encoding="utf-8"), render()))

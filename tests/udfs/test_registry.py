@@ -189,21 +189,21 @@ def test_all_models_are_declared_deterministic() -> None:
     assert {m.name for m in REGISTRY} == registry.DETERMINISTIC
 
 
-# -- README ------------------------------------------------------------------------------------
+# -- docs/model-functions.md -------------------------------------------------------------------
 
 
-def _readme_section() -> str:
-    return docs.section_of((REPO / "README.md").read_text(encoding="utf-8"))
+def _page_section() -> str:
+    return docs.section_of((REPO / docs.PAGE).read_text(encoding="utf-8"))
 
 
-def test_readme_lists_every_registered_function() -> None:
-    rows = re.findall(r"^\| `(\w+)\(", _readme_section(), flags=re.MULTILINE)
+def test_page_lists_every_registered_function() -> None:
+    rows = re.findall(r"^\| `(\w+)\(", _page_section(), flags=re.MULTILINE)
     missing = {m.name for m in REGISTRY} - set(rows)
-    assert not missing, f"functions missing from the README table: {sorted(missing)}"
+    assert not missing, f"functions missing from the {docs.PAGE} table: {sorted(missing)}"
 
 
-def test_readme_table_is_generated_from_the_registry() -> None:
-    assert _readme_section() == docs.render(), "run: python -m udfs.docs --write README.md"
+def test_page_table_is_generated_from_the_registry() -> None:
+    assert _page_section() == docs.render(), f"run: python -m udfs.docs --write {docs.PAGE}"
 
 
 def test_a_non_deterministic_model_is_a_volatile_udf(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -61,7 +61,7 @@ CAPABILITIES = Capabilities(
     dialect="spark",
     distributed=True,
     duckdb_only_sql=False,
-    native_delta_merge=False,  # true once delta-spark jars are on the classpath (README)
+    native_delta_merge=False,  # true once delta-spark jars are on the classpath (docs/lake.md)
     task_written_files=True,
 )
 

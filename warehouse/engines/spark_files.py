@@ -4,7 +4,7 @@ Spark here has no Delta jars, so it cannot commit to a Delta table itself; it ca
 Parquet. The commit is delta-rs's `create_write_transaction` with one `AddAction` per file:
 the same atomicity as a native Delta writer (readers see all of the files or none), without
 moving rows through the driver. Where the Delta jars exist (`io.delta:delta-spark`), Spark's
-own `MERGE INTO` / `INSERT INTO delta.`path`` does this instead (see README, "Spark").
+own `MERGE INTO` / `INSERT INTO delta.`path`` does this instead (docs/lake.md).
 """
 
 from __future__ import annotations
