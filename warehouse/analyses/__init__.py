@@ -2,8 +2,14 @@
 
     reader = run_analysis(cur, "queue_wait", {"cluster": "philly"})
 
-Each analysis is one `.sql` file whose header documents it (what it answers, parameters with
-types and defaults, result columns with units); see `catalog.py` for the format.
+Each analysis is one `.sql` file: a header comment that documents it (title, what it answers,
+`$name TYPE = default` parameters, result columns with units) and one query over the base
+tables, the dynamic tables and the model functions, so what a person reads in `sql/analyses/`
+is what runs. `catalog` reads the files and their headers (the format is in its docstring);
+`params` turns caller-given text into the declared types (an unknown name or a value of the
+wrong type is a UserError, exit status 2), and the file runs through the shared query path with
+DuckDB named parameters: the SQL text is never edited. `wanka analyze`, the HTTP routes
+(`/v1/analyses`) and the report (`warehouse.report`) all call `run_analysis`.
 """
 
 from __future__ import annotations

@@ -2,8 +2,19 @@
 
     results = ingest(engine, "dcgm", ["scrape.prom", "dir/"], ReadOptions())
 
-is what the CLI and the HTTP service both call. Each source is one batch and one transaction
-(see `batch.py`); each format is one module registered in `formats.py`.
+is what the CLI and the HTTP service both call. One module per input format (`dcgm`,
+`nvidia_smi`, `sacct`, `scontrol`, `pods`, `nccl`, `tabular` for inventory/CSV/Parquet, `traces`
+for the published Philly and Alibaba traces on `csvtrace`), each registered in `formats.py` and
+each a reader that turns a byte stream into chunks of Arrow rows for named tables plus the lines
+it could not read (`base.Reject`). Readers never touch the database: `batch.py` does, the same
+way for every format — one source is one batch and one transaction: a batch id from
+`wanka.batch_seq` on every row, rows that replace older ones by key (`nodes.host`,
+`jobs.job_id`, ...), rejects kept in `wanka.ingest_rejects`, the batch recorded in
+`wanka.ingest_batches` with the content's sha256 (the same bytes with the same options again are
+a no-op). `sources.py` expands files, folders and stdin and opens them (gzip, binary sniffing,
+hashing while reading); `typed.py` checks text against the DDL's types with DuckDB's own
+`TRY_CAST`. The text parsers are vectorised (numpy, polars): Python runs once per distinct label
+set, host list or TRES string, not per line.
 """
 
 from __future__ import annotations

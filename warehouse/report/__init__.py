@@ -2,8 +2,10 @@
 
     html = build_html(cur)
 
-is what `wanka report` writes and what the HTTP service serves at `/report`. Nothing in the page
-reaches the network: styles are inline, charts are inline SVG, there is no script.
+is what `wanka report` writes and what the HTTP service serves at `/report`. `sections` lists
+what the page shows, one section per analysis run through `warehouse.analyses`; `charts` draws
+each one's chart with matplotlib as SVG text. Nothing in the page reaches the network: styles are
+inline, charts are inline SVG, there is no script, so the page can be mailed and read offline.
 """
 
 from __future__ import annotations
