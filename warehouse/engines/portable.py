@@ -1,9 +1,9 @@
 """Portable SQL: a DuckDB-dialect query translated for Spark, or the reasons it cannot be.
 
 Dynamic-table and analysis SQL is written once, in DuckDB's dialect. `to_spark` runs sqlglot's
-transpile plus wanka's rules (`rules.RULES`); `portability_problems` names every construct that
-Spark cannot run or would run differently, with the portable alternative, so that a dynamic
-table learns it at CREATE — never in a scheduled refresh, never silently.
+transpile plus wanka's rewrites (`spark_rewrites.RULES`); `portability_problems` names every
+construct that Spark cannot run or would run differently, with the portable alternative, so
+that a dynamic table learns it at CREATE — never in a scheduled refresh, never silently.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, SqlglotError
 
 from udfs.registry import REGISTRY
-from warehouse.engines.rules import RULES, bucket_width_s
+from warehouse.engines.spark_rewrites import RULES, bucket_width_s
 from warehouse.kernel.tables import declared
 
 #: DuckDB functions (as sqlglot leaves them: Anonymous) with no faithful Spark form.

@@ -16,7 +16,7 @@ from typing import cast
 import sqlglot
 from sqlglot import exp
 
-from warehouse.engines.rules import bucket_width_s
+from warehouse.engines.spark_rewrites import bucket_width_s
 
 _TRUNC_S = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 

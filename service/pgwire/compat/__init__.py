@@ -8,6 +8,6 @@ schema, never in the warehouse file).
 from __future__ import annotations
 
 from service.pgwire.compat.objects import COMPAT_SCHEMA, install
-from service.pgwire.compat.rules import rewrite
+from service.pgwire.compat.rewrites import rewrite
 
 __all__ = ["COMPAT_SCHEMA", "install", "rewrite"]

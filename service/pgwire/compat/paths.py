@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from sqlglot import exp
 
 from service.pgwire.compat.objects import views
-from service.pgwire.compat.rules import CURRENT_SCHEMA, SEARCH_PATH
+from service.pgwire.compat.rewrites import CURRENT_SCHEMA, SEARCH_PATH
 from warehouse.query import search_path
 
 
