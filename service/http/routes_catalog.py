@@ -10,6 +10,13 @@ from fastapi.responses import PlainTextResponse
 
 from service.http.auth import current_user
 from service.http.models import DynamicTable, Error, Health, RefreshOutcome, Table
+from service.serve.metric_families import (
+    DUCKDB_MEMORY,
+    DYNAMIC_TABLE_LAG,
+    PYTHON_BLOCKS,
+    RESIDENT_MEMORY,
+)
+from service.serve.metrics import Gauges
 from service.serve.server import Server
 from warehouse.dynamic.schedule import Failed, Skipped
 from warehouse.dynamic.schedule import describe as describe_outcome
@@ -118,24 +125,15 @@ def metrics(request: Request) -> PlainTextResponse:
     server = _server(request)
     lag = server.with_cursor(describe.refresh_lag_s)
     duckdb_memory = server.with_cursor(describe.duckdb_memory)
-    gauges: dict[str, tuple[str, dict[tuple[tuple[str, str], ...], float]]] = {
-        "wanka_dynamic_table_lag_seconds": (
-            "Seconds since the data a dynamic table reflects.",
-            {(("table", str(name)),): float(value) for name, value in lag.items()},
-        ),
-        "wanka_duckdb_memory_bytes": (
-            "Memory DuckDB's buffer manager holds, by tag (bounded by --memory-limit).",
-            {(("tag", tag),): float(used) for tag, used in duckdb_memory.items()},
-        ),
-        "wanka_python_allocated_blocks": (
-            "Objects the Python allocator holds (sys.getallocatedblocks).",
-            {(): float(sys.getallocatedblocks())},
-        ),
+    gauges: Gauges = {
+        DYNAMIC_TABLE_LAG: {(("table", str(name)),): float(value) for name, value in lag.items()},
+        DUCKDB_MEMORY: {(("tag", tag),): float(used) for tag, used in duckdb_memory.items()},
+        PYTHON_BLOCKS: {(): float(sys.getallocatedblocks())},
     }
     gauges.update(server.feed_gauges())
     rss = resident_bytes()
     if rss is not None:
-        gauges["process_resident_memory_bytes"] = ("Resident memory of the process.", {(): rss})
+        gauges[RESIDENT_MEMORY] = {(): rss}
     return PlainTextResponse(
         server.metrics.render(gauges), media_type="text/plain; version=0.0.4; charset=utf-8"
     )

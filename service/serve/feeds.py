@@ -18,11 +18,24 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from service.serve.metric_families import (
+    SACCT_FAILURES,
+    SACCT_POLLS,
+    SACCT_ROWS,
+    SCRAPE_CONFIG_ERRORS,
+    SCRAPE_ROUND_ERRORS,
+    SCRAPE_ROUNDS,
+    SCRAPE_SAMPLES,
+    SCRAPE_TARGET_DURATION,
+    SCRAPE_TARGET_SAMPLES,
+    SCRAPE_TARGET_UP,
+)
+from service.serve.metrics import Gauges, Labels
+
 if TYPE_CHECKING:
     from service.serve.server import Server
 
 log = logging.getLogger("wanka.feeds")
-Gauges = dict[str, tuple[str, dict[tuple[tuple[str, str], ...], float]]]
 
 
 class ScrapeLoop:
@@ -69,7 +82,7 @@ class ScrapeLoop:
             log.error(
                 "scrape config not reloaded, keeping %d targets: %s", len(self.targets), error
             )
-            self._count("wanka_scrape_config_errors_total", "Scrape config rereads refused.")
+            self.server.metrics.count(SCRAPE_CONFIG_ERRORS)
             return
         log.info("scrape config reread: %d targets", len(self.targets))
 
@@ -86,37 +99,28 @@ class ScrapeLoop:
                     stored = self.server.with_cursor(partial(store_round, done=done))
             except Exception as error:  # the loop must outlive any one failure
                 log.exception("scrape round failed")
-                self._count(
-                    "wanka_scrape_round_errors_total",
-                    "Scrape rounds not stored.",
-                    error=type(error).__name__,
-                )
+                self.server.metrics.count(SCRAPE_ROUND_ERRORS, error=type(error).__name__)
             else:
                 self.health = done.health
-                self._count("wanka_scrape_rounds_total", "Scrape rounds stored.")
+                self.server.metrics.count(SCRAPE_ROUNDS)
                 for table, count in (("gpu_metrics", stored.gpu), ("prom_samples", stored.other)):
-                    self._count(
-                        "wanka_scrape_samples_total", "Scraped samples stored.", count, table=table
-                    )
+                    self.server.metrics.count(SCRAPE_SAMPLES, count, table=table)
             next_at += self.interval_s
             stop.wait(max(next_at - time.monotonic(), 0.0))
             next_at = max(next_at, time.monotonic())  # a slow round does not queue up rounds
 
-    def _count(self, name: str, help_text: str, value: float = 1, **labels: str) -> None:
-        self.server.metrics.count(name, help_text, value, **labels)
-
     def gauges(self) -> Gauges:
         """Each target's last scrape, as /metrics shows it."""
-        up: dict[tuple[tuple[str, str], ...], float] = {}
-        duration: dict[tuple[tuple[str, str], ...], float] = {}
-        samples: dict[tuple[tuple[str, str], ...], float] = {}
+        up: dict[Labels, float] = {}
+        duration: dict[Labels, float] = {}
+        samples: dict[Labels, float] = {}
         for h in self.health:
             key = (("target", h.target),)
             up[key], duration[key], samples[key] = float(h.up), h.duration_s, float(h.samples)
         return {
-            "wanka_scrape_target_up": ("1 when the target's last scrape worked, else 0.", up),
-            "wanka_scrape_target_duration_seconds": ("The target's last scrape.", duration),
-            "wanka_scrape_target_samples": ("Samples of the target's last scrape.", samples),
+            SCRAPE_TARGET_UP: up,
+            SCRAPE_TARGET_DURATION: duration,
+            SCRAPE_TARGET_SAMPLES: samples,
         }
 
 
@@ -147,30 +151,16 @@ class SacctLoop:
                 wait = min(self.FIRST_RETRY_S * 2 ** (self.failures - 1), self.interval_s)
                 log.error("Slurm poll failed (%d in a row), next try in %g s: %s",
                           self.failures, wait, error)  # fmt: skip
-                server.metrics.count(
-                    "wanka_sacct_polls_total", "Slurm polls, by outcome.", outcome="failed"
-                )
+                server.metrics.count(SACCT_POLLS, outcome="failed")
             else:
                 self.failures, wait = 0, self.interval_s
-                server.metrics.count(
-                    "wanka_sacct_polls_total", "Slurm polls, by outcome.", outcome="ok"
-                )
+                server.metrics.count(SACCT_POLLS, outcome="ok")
                 for source, rows in (
                     ("sacct", polled.sacct_rows),
                     ("scontrol", polled.scontrol_rows),
                 ):
-                    server.metrics.count(
-                        "wanka_sacct_rows_total",
-                        "Rows ingested by Slurm polls.",
-                        rows,
-                        source=source,
-                    )
+                    server.metrics.count(SACCT_ROWS, rows, source=source)
             server.stopping.wait(wait)
 
     def gauges(self) -> Gauges:
-        return {
-            "wanka_sacct_consecutive_failures": (
-                "Slurm polls failed since the last that worked.",
-                {(): float(self.failures)},
-            )
-        }
+        return {SACCT_FAILURES: {(): float(self.failures)}}

@@ -1,7 +1,8 @@
 """Counters and latency histograms of the serve process, in Prometheus text format.
 
 Kept in memory (a restart starts them at zero, as Prometheus expects of counters). Refresh lag is
-not counted here: it is read from `wanka.dynamic_tables` when /metrics is scraped.
+not counted here: it is read from `wanka.dynamic_tables` when /metrics is scraped. Every family
+is declared once, with its help text, in `metric_families.py`.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import defaultdict
+
+from service.serve.metric_families import QUERY_DURATION, Counter, Family, Gauge
 
 #: Latency bucket bounds in seconds (Prometheus `le` labels).
 BUCKETS_S = (
@@ -30,6 +33,8 @@ BUCKETS_S = (
 )
 
 Labels = tuple[tuple[str, str], ...]
+#: Gauges read just now: each family's value per label set.
+Gauges = dict[Gauge, dict[Labels, float]]
 
 
 def _labels(labels: Labels) -> str:
@@ -66,17 +71,15 @@ class Metrics:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counters: dict[str, dict[Labels, float]] = defaultdict(dict)
-        self._help: dict[str, tuple[str, str]] = {}
+        self._counters: dict[Counter, dict[Labels, float]] = {}
         self._histograms: dict[Labels, list[int]] = {}
         self._sums: dict[Labels, float] = defaultdict(float)
 
-    def count(self, name: str, help_text: str, value: float = 1, /, **labels: str) -> None:
-        """Add `value` to counter `name` with `labels`."""
+    def count(self, counter: Counter, value: float = 1, /, **labels: str) -> None:
+        """Add `value` to `counter` with `labels`."""
         key = tuple(sorted(labels.items()))
         with self._lock:
-            self._help.setdefault(name, ("counter", help_text))
-            series = self._counters[name]
+            series = self._counters.setdefault(counter, {})
             series[key] = series.get(key, 0) + value
 
     def observe_query(self, seconds: float, **labels: str) -> None:
@@ -87,19 +90,17 @@ class Metrics:
             buckets[bisect.bisect_left(BUCKETS_S, seconds)] += 1
             self._sums[key] += seconds
 
-    def render(self, gauges: dict[str, tuple[str, dict[Labels, float]]] | None = None) -> str:
-        """The exposition text; `gauges` maps a name to (help, {labels: value}) read just now."""
+    def render(self, gauges: Gauges | None = None) -> str:
+        """The exposition text: the counters counted so far, the query histogram, then `gauges`
+        (read just now), each family in name order."""
         lines: list[str] = []
         with self._lock:
-            for name, (kind, help_text) in sorted(self._help.items()):
-                lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-                for key, value in sorted(self._counters[name].items()):
-                    lines.append(f"{name}{_labels(key)} {_number(value)}")
-            name = "wanka_query_duration_seconds"
-            lines += [
-                f"# HELP {name} Time from receiving a query to its last byte.",
-                f"# TYPE {name} histogram",
-            ]
+            for counter in sorted(self._counters, key=lambda family: family.name):
+                lines += _header(counter)
+                for key, value in sorted(self._counters[counter].items()):
+                    lines.append(f"{counter.name}{_labels(key)} {_number(value)}")
+            name = QUERY_DURATION.name
+            lines += _header(QUERY_DURATION)
             for key, buckets in sorted(self._histograms.items()):
                 total = 0
                 for bound, n in zip((*BUCKETS_S, float("inf")), buckets, strict=True):
@@ -108,8 +109,12 @@ class Metrics:
                     lines.append(f"{name}_bucket{_labels((*key, ('le', le)))} {total}")
                 lines.append(f"{name}_sum{_labels(key)} {self._sums[key]:.6f}")
                 lines.append(f"{name}_count{_labels(key)} {total}")
-        for name, (help_text, series) in sorted((gauges or {}).items()):
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+        for gauge, series in sorted((gauges or {}).items(), key=lambda item: item[0].name):
+            lines += _header(gauge)
             for key, value in sorted(series.items()):
-                lines.append(f"{name}{_labels(key)} {_number(value)}")
+                lines.append(f"{gauge.name}{_labels(key)} {_number(value)}")
         return "\n".join(lines) + "\n"
+
+
+def _header(family: Family) -> list[str]:
+    return [f"# HELP {family.name} {family.help}", f"# TYPE {family.name} {family.kind}"]

@@ -19,6 +19,17 @@ from typing import Any, TypeVar
 import duckdb
 
 from service.serve.gate import Gate
+from service.serve.metric_families import (
+    INGEST_REJECTS,
+    INGEST_ROWS,
+    REFRESHES,
+    REMOTE_WRITE_NOT_STORED,
+    REMOTE_WRITE_SAMPLES,
+    RETENTION_ROWS_DROPPED,
+    SCHEDULER_ERRORS,
+    SCHEDULER_WAITS,
+)
+from service.serve.metrics import Gauges
 from service.serve.remote_write import GroupCommit
 from service.serve.session import DEFAULT_TIMEOUT_S, Session
 from service.serve.throttle import AuthThrottle
@@ -199,15 +210,8 @@ class Server:
             with self.writes.hold(stream, self.limits.timeout_s * 10):
                 result = ingest_stream(self.engine, fmt, stream, name, options, force=force)
             for table, rows in result.rows.items():
-                self.metrics.count(
-                    "wanka_ingest_rows_total", "Rows ingested.", rows, format=fmt, table=table
-                )
-            self.metrics.count(
-                "wanka_ingest_rejects_total",
-                "Lines rejected by ingest.",
-                result.rejected,
-                format=fmt,
-            )
+                self.metrics.count(INGEST_ROWS, rows, format=fmt, table=table)
+            self.metrics.count(INGEST_REJECTS, result.rejected, format=fmt)
             results.append(result)
         return results
 
@@ -241,23 +245,13 @@ class Server:
         with self.writes.hold(rows, self.limits.timeout_s):
             stored = self.with_cursor(lambda cur: append(cur, rows, cache=self._series_cache))
         for table, count in (("gpu_metrics", stored.gpu), ("prom_samples", stored.other)):
-            self.metrics.count(
-                "wanka_remote_write_samples_total",
-                "Remote-write samples stored.",
-                count,
-                table=table,
-            )
+            self.metrics.count(REMOTE_WRITE_SAMPLES, count, table=table)
         for what, count in (
             ("duplicate", stored.duplicates),
             ("native_histogram", rows.histograms),
             ("stale_marker", stored.stale),
         ):
-            self.metrics.count(
-                "wanka_remote_write_not_stored_total",
-                "Remote-write samples received but not stored as values, by reason.",
-                count,
-                reason=what,
-            )
+            self.metrics.count(REMOTE_WRITE_NOT_STORED, count, reason=what)
         return stored
 
     def refresh(
@@ -282,9 +276,9 @@ class Server:
         """Run a feed (service/serve/feeds.py) until the server closes."""
         self.feeds.append(feed.start())
 
-    def feed_gauges(self) -> dict[str, Any]:
+    def feed_gauges(self) -> Gauges:
         """The feeds' gauges for /metrics: scrape targets' health, Slurm poll failures."""
-        gauges: dict[str, Any] = {}
+        gauges: Gauges = {}
         for feed in self.feeds:
             gauges.update(feed.gauges())
         return gauges
@@ -310,32 +304,16 @@ class Server:
                         dropped = upkeep(cur).dropped
                         outcomes = run_due(cur, next_pass_s=interval_s)
                 except WriterBusy:
-                    self.metrics.count(
-                        "wanka_scheduler_waits_total",
-                        "Scheduler passes skipped while another write held the database.",
-                    )
+                    self.metrics.count(SCHEDULER_WAITS)
                     continue
                 except Exception as error:  # the loop must outlive any one failure
-                    self.metrics.count(
-                        "wanka_scheduler_errors_total",
-                        "Scheduler passes that failed.",
-                        error=type(error).__name__,
-                    )
+                    self.metrics.count(SCHEDULER_ERRORS, error=type(error).__name__)
                     continue
                 for done in dropped:
-                    self.metrics.count(
-                        "wanka_retention_rows_dropped_total",
-                        "Raw rows dropped by retention rules.",
-                        done.rows,
-                        table=done.table,
-                    )
+                    self.metrics.count(RETENTION_ROWS_DROPPED, done.rows, table=done.table)
                 for outcome in outcomes:
-                    self.metrics.count(
-                        "wanka_refreshes_total",
-                        "Dynamic table refreshes by the scheduler.",
-                        table=outcome.name,
-                        outcome=type(outcome).__name__.lower(),
-                    )
+                    kind = type(outcome).__name__.lower()
+                    self.metrics.count(REFRESHES, table=outcome.name, outcome=kind)
         finally:
             cur.close()
 

@@ -18,6 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from service.serve.gate import Gate
+from service.serve.metric_families import QUERIES, QUERY_ERRORS, Counter
 from service.serve.metrics import Metrics
 from service.serve.watchdog import WATCHDOG
 from service.serve.writes import WriteGate
@@ -142,7 +143,7 @@ class Session:
                     done("moved")
             else:
                 kind = type(error).__name__
-                self._count("wanka_query_errors_total", "Queries that failed.", error=kind)
+                self._count(QUERY_ERRORS, error=kind)
             raise
         result.started, result.done = started, self._on_done(started)
         if result.rowcount is not None or result.statement in _DRAINED:
@@ -197,9 +198,9 @@ class Session:
         """Wait for a turn to run (`gate.Gate`); faces run a query and its first batches in one."""
         return self.gate.turn() if self.gate is not None else contextlib.nullcontext()
 
-    def _count(self, name: str, help_text: str, **labels: str) -> None:
+    def _count(self, counter: Counter, **labels: str) -> None:
         if self.metrics is not None:
-            self.metrics.count(name, help_text, face=self.labels["face"], **labels)
+            self.metrics.count(counter, face=self.labels["face"], **labels)
 
     def _on_done(self, started: float) -> Callable[[str], None] | None:
         """What a result calls when its query ends: count it and observe its duration."""
@@ -208,7 +209,7 @@ class Session:
             return None
 
         def done(outcome: str) -> None:
-            metrics.count("wanka_queries_total", "Queries answered.", outcome=outcome, **labels)
+            metrics.count(QUERIES, outcome=outcome, **labels)
             metrics.observe_query(time.perf_counter() - started, face=labels["face"])
 
         return done

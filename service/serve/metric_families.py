@@ -1,0 +1,132 @@
+"""Every series family /metrics shows, declared once: its name, its type and its help text.
+
+Sessions, the writer, the scheduler, the feeds and the /metrics route count or read their series
+through these constants, never through a name typed where it is counted: a name cannot be
+spelt two ways or carry two help texts, and declaring one twice fails at import (`_declare`).
+The constant's class says how it may be used (`Metrics.count` takes a `Counter` only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, TypeVar
+
+
+@dataclass(frozen=True)
+class Family:
+    """A metric family as the exposition format's `# HELP` and `# TYPE` lines name it."""
+
+    name: str
+    help: str
+    kind: ClassVar[str]
+
+
+class Counter(Family):
+    """Kept in memory and only ever added to (`Metrics.count`)."""
+
+    kind = "counter"
+
+
+class Gauge(Family):
+    """Read when /metrics is scraped (the route and the server's parts hand in their values)."""
+
+    kind = "gauge"
+
+
+class Histogram(Family):
+    """Bucketed observations (`Metrics.observe_query`)."""
+
+    kind = "histogram"
+
+
+F = TypeVar("F", bound=Family)
+
+#: name -> family, in the order declared below.
+DECLARED: dict[str, Family] = {}
+
+
+def _declare(family: F) -> F:
+    if family.name in DECLARED:
+        raise ValueError(f"metric {family.name} is declared twice")
+    DECLARED[family.name] = family
+    return family
+
+
+# -- queries (service/serve/session.py) -------------------------------------------------------
+QUERIES = _declare(Counter("wanka_queries_total", "Queries answered."))
+QUERY_ERRORS = _declare(Counter("wanka_query_errors_total", "Queries that failed."))
+QUERY_DURATION = _declare(
+    Histogram("wanka_query_duration_seconds", "Time from receiving a query to its last byte.")
+)
+
+# -- writes on request (service/serve/server.py) ----------------------------------------------
+INGEST_ROWS = _declare(Counter("wanka_ingest_rows_total", "Rows ingested."))
+INGEST_REJECTS = _declare(Counter("wanka_ingest_rejects_total", "Lines rejected by ingest."))
+REMOTE_WRITE_SAMPLES = _declare(
+    Counter("wanka_remote_write_samples_total", "Remote-write samples stored.")
+)
+REMOTE_WRITE_NOT_STORED = _declare(
+    Counter(
+        "wanka_remote_write_not_stored_total",
+        "Remote-write samples received but not stored as values, by reason.",
+    )
+)
+
+# -- the scheduler (service/serve/server.py) -----------------------------------------------
+SCHEDULER_WAITS = _declare(
+    Counter(
+        "wanka_scheduler_waits_total",
+        "Scheduler passes skipped while another write held the database.",
+    )
+)
+SCHEDULER_ERRORS = _declare(
+    Counter("wanka_scheduler_errors_total", "Scheduler passes that failed.")
+)
+RETENTION_ROWS_DROPPED = _declare(
+    Counter("wanka_retention_rows_dropped_total", "Raw rows dropped by retention rules.")
+)
+REFRESHES = _declare(Counter("wanka_refreshes_total", "Dynamic table refreshes by the scheduler."))
+
+# -- live feeds (service/serve/feeds.py) ------------------------------------------------------
+SCRAPE_CONFIG_ERRORS = _declare(
+    Counter("wanka_scrape_config_errors_total", "Scrape config rereads refused.")
+)
+SCRAPE_ROUND_ERRORS = _declare(
+    Counter("wanka_scrape_round_errors_total", "Scrape rounds not stored.")
+)
+SCRAPE_ROUNDS = _declare(Counter("wanka_scrape_rounds_total", "Scrape rounds stored."))
+SCRAPE_SAMPLES = _declare(Counter("wanka_scrape_samples_total", "Scraped samples stored."))
+SCRAPE_TARGET_UP = _declare(
+    Gauge("wanka_scrape_target_up", "1 when the target's last scrape worked, else 0.")
+)
+SCRAPE_TARGET_DURATION = _declare(
+    Gauge("wanka_scrape_target_duration_seconds", "The target's last scrape.")
+)
+SCRAPE_TARGET_SAMPLES = _declare(
+    Gauge("wanka_scrape_target_samples", "Samples of the target's last scrape.")
+)
+SACCT_POLLS = _declare(Counter("wanka_sacct_polls_total", "Slurm polls, by outcome."))
+SACCT_ROWS = _declare(Counter("wanka_sacct_rows_total", "Rows ingested by Slurm polls."))
+SACCT_FAILURES = _declare(
+    Gauge("wanka_sacct_consecutive_failures", "Slurm polls failed since the last that worked.")
+)
+
+# -- read at each scrape (service/http/routes_catalog.py) -------------------------------------
+DYNAMIC_TABLE_LAG = _declare(
+    Gauge("wanka_dynamic_table_lag_seconds", "Seconds since the data a dynamic table reflects.")
+)
+DUCKDB_MEMORY = _declare(
+    Gauge(
+        "wanka_duckdb_memory_bytes",
+        "Memory DuckDB's buffer manager holds, by tag (bounded by --memory-limit).",
+    )
+)
+PYTHON_BLOCKS = _declare(
+    Gauge(
+        "wanka_python_allocated_blocks",
+        "Objects the Python allocator holds (sys.getallocatedblocks).",
+    )
+)
+RESIDENT_MEMORY = _declare(
+    Gauge("process_resident_memory_bytes", "Resident memory of the process.")
+)
