@@ -242,6 +242,7 @@ def _demo_reader(engine: Engine) -> str:
 def _serve_demo(path: str, password: str | None) -> None:
     """Serve the demo warehouse, printing how to reach it as the demo reader."""
     from service.commands.serve import run_server
+    from service.serve.settings import ServeSettings
 
     def banner(url: str) -> None:
         body = '{"sql": "SELECT gpu_model, sum(gpus) AS gpus FROM nodes GROUP BY ALL"}'
@@ -252,4 +253,4 @@ def _serve_demo(path: str, password: str | None) -> None:
         )
         print("stop with Ctrl-C")
 
-    run_server(path, banner=banner)
+    run_server(ServeSettings(path), banner=banner)

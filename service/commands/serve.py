@@ -3,21 +3,18 @@ scheduler share it."""
 
 from __future__ import annotations
 
-import importlib
 import ipaddress
-import shutil
 import socket
-import ssl
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import click
 
 from service.commands.common import Duration
+from service.pgwire import Handle, start
 from service.serve import memory
-from service.serve.server import Limits, Server
+from service.serve.server import Server
+from service.serve.settings import FeedSettings, Limits, ServeSettings, Tls
 from warehouse.errors import UserError
 
 
@@ -41,53 +38,17 @@ def is_loopback(host: str) -> bool:
             return False
 
 
-@dataclass(frozen=True)
-class Tls:
-    """A certificate chain and its private key (PEM files), for HTTPS and pgwire's SSL."""
-
-    cert: Path
-    key: Path
-
-    def context(self) -> ssl.SSLContext:
-        """A server-side context: TLS 1.2 or newer, the chain and key loaded (errors named)."""
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        try:
-            context.load_cert_chain(self.cert, self.key)
-        except (OSError, ssl.SSLError) as error:
-            raise UserError(
-                f"cannot use --tls-cert {self.cert} with --tls-key {self.key}: {error}"
-            ) from None
-        return context
-
-
-def _start_pgwire(server: Server, host: str, port: int, tls: Tls | None) -> Any:
-    """pgwire's handle when `service.pgwire` offers `start`, else None (said on stdout)."""
-    module = importlib.import_module("service.pgwire")
-    if not hasattr(module, "start"):
-        click.echo("PostgreSQL wire endpoint: not yet available in this build")
-        return None
-    handle = module.start(server, host, port, tls=tls.context() if tls else None)
+def _start_pgwire(server: Server, settings: ServeSettings, port: int) -> Handle:
+    tls = settings.tls.context() if settings.tls else None
+    handle = start(server, settings.host, port, tls=tls)
     mode = "require" if tls else "disable"
-    click.echo(f"PostgreSQL wire:  postgresql://{host}:{port}/wanka?sslmode={mode}")
+    click.echo(f"PostgreSQL wire:  postgresql://{settings.host}:{port}/wanka?sslmode={mode}")
     return handle
 
 
-def run_server(
-    db: str | None,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8080,
-    pg_port: int | None = 5433,
-    limits: Limits | None = None,
-    refresh_interval_s: float | None = 10.0,
-    access_log: bool = False,
-    banner: Callable[[str], None] | None = None,
-    tls: Tls | None = None,
-    feeds: Callable[[Server], None] | None = None,
-) -> None:
-    """Open `db`, serve it until interrupted, then close everything in order. `feeds(server)`
-    starts the live feeds (scraping, Slurm polling) once the server is open."""
+def run_server(settings: ServeSettings, *, banner: Callable[[str], None] | None = None) -> None:
+    """Open `settings.db`, serve it until interrupted, then close everything in order.
+    `banner(url)` prints what a person needs to reach it (the demo's reader) once it listens."""
     import uvicorn
 
     from service.http import create_app
@@ -95,7 +56,8 @@ def run_server(
     memory.limit_arenas()  # before the threads start: see service/serve/memory.py
     memory.use_jemalloc_for_arrow()
     trimmer = memory.Trimmer().start()
-    server = Server(db, limits=limits)
+    server = Server(settings.db, limits=settings.limits)
+    host, tls = settings.host, settings.tls
     try:
         users_exist = server.any_users()
         local = is_loopback(host)
@@ -112,14 +74,13 @@ def run_server(
                 "in clear text; give --tls-cert and --tls-key",
                 err=True,
             )
-        pg = _start_pgwire(server, host, pg_port, tls) if pg_port else None
+        pg = _start_pgwire(server, settings, settings.pg_port) if settings.pg_port else None
         app = create_app(server, open_locally=local and not users_exist, pgwire=pg is not None)
 
-        if refresh_interval_s:
-            server.start_scheduler(refresh_interval_s)
-        if feeds is not None:
-            feeds(server)
-        url = f"{'https' if tls else 'http'}://{host}:{port}"
+        server.start(settings)  # the scheduler, then the live feeds
+        for line in server.feeds.describe():
+            click.echo(line)
+        url = f"{'https' if tls else 'http'}://{host}:{settings.port}"
         click.echo(f"HTTP:             {url}  (OpenAPI: {url}/docs)")
         if not users_exist:
             click.echo(
@@ -131,9 +92,9 @@ def run_server(
         config = uvicorn.Config(
             app,
             host=host,
-            port=port,
+            port=settings.port,
             log_level="warning",
-            access_log=access_log,
+            access_log=settings.access_log,
             ssl_certfile=str(tls.cert) if tls else None,
             ssl_keyfile=str(tls.key) if tls else None,
         )
@@ -216,66 +177,33 @@ def serve(
 ) -> None:
     """Serve the warehouse: HTTP, PostgreSQL wire and the refresh scheduler in one process,
     with live feeds when asked (file_sd scraping, Slurm polling)."""
-    feed = Feeds(
-        scrape_config, scrape_interval, scrape_timeout, scrape_job,
-        sacct_interval, sacct_command, scontrol_command,
-    )  # fmt: skip
+    feeds = FeedSettings(
+        scrape_config=scrape_config,
+        scrape_interval_s=scrape_interval,
+        scrape_timeout_s=scrape_timeout,
+        scrape_job=scrape_job,
+        sacct_interval_s=sacct_interval,
+        sacct_command=sacct_command,
+        scontrol_command=scontrol_command,
+    )
     limits = Limits(
         timeout_s=timeout_s,
         max_rows_json=max_rows_json,
         max_rows=max_rows,
         memory_limit=memory_limit,
     )
-    run_server(
+    settings = ServeSettings(
         ctx.obj.db,
         host=http_host,
         port=http_port,
         pg_port=pg_port or None,
+        tls=_tls(tls_cert, tls_key),
         limits=limits,
         refresh_interval_s=refresh_interval_s or None,
         access_log=access_log,
-        tls=_tls(tls_cert, tls_key),
-        feeds=feed.start,
+        feeds=feeds,
     )
-
-
-@dataclass(frozen=True)
-class Feeds:
-    """What `wanka serve` was asked to feed itself from."""
-
-    scrape_config: Path | None
-    scrape_interval_s: float
-    scrape_timeout_s: float
-    scrape_job: str
-    sacct_interval_s: float | None
-    sacct_command: str
-    scontrol_command: str | None
-
-    def start(self, server: Server) -> None:
-        from service.serve.feeds import SacctLoop, ScrapeLoop
-        from warehouse.scrape.slurm import SlurmPoll
-
-        if self.scrape_config is not None:
-            loop = ScrapeLoop(
-                server,
-                self.scrape_config,
-                interval_s=self.scrape_interval_s,
-                timeout_s=self.scrape_timeout_s,
-                job=self.scrape_job,
-            )
-            server.start_feed(loop)
-            click.echo(
-                f"scraping:         {len(loop.targets)} targets from {self.scrape_config} "
-                f"every {self.scrape_interval_s:g} s"
-            )
-        if self.sacct_interval_s:
-            scontrol = self.scontrol_command or shutil.which("scontrol")
-            poll = SlurmPoll(self.sacct_command, scontrol)
-            server.start_feed(SacctLoop(server, poll, interval_s=self.sacct_interval_s))
-            also = f" and {scontrol}" if scontrol else ""
-            click.echo(
-                f"Slurm polling:    {self.sacct_command}{also} every {self.sacct_interval_s:g} s"
-            )
+    run_server(settings)
 
 
 def _tls(cert: Path | None, key: Path | None) -> Tls | None:

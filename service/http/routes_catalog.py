@@ -130,7 +130,7 @@ def metrics(request: Request) -> PlainTextResponse:
         DUCKDB_MEMORY: {(("tag", tag),): float(used) for tag, used in duckdb_memory.items()},
         PYTHON_BLOCKS: {(): float(sys.getallocatedblocks())},
     }
-    gauges.update(server.feed_gauges())
+    gauges.update(server.gauges())
     rss = resident_bytes()
     if rss is not None:
         gauges[RESIDENT_MEMORY] = {(): rss}

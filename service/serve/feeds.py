@@ -1,6 +1,6 @@
 """The live feeds of `wanka serve`: scraping file_sd targets and polling Slurm, each on a thread
 of its own, storing through the server's write gate. A failure is logged, counted on /metrics
-and retried; it never stops the server.
+and retried; it never stops the server. `Feeds` runs the loops its `FeedSettings` ask for.
 
 - `ScrapeLoop`: every interval, rereads the file_sd file when it changed (a bad edit is logged
   and the targets before it kept), scrapes every target at once (warehouse/scrape), and stores
@@ -12,12 +12,14 @@ and retried; it never stops the server.
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
+from service.serve.core import Core
 from service.serve.metric_families import (
     SACCT_FAILURES,
     SACCT_POLLS,
@@ -31,28 +33,117 @@ from service.serve.metric_families import (
     SCRAPE_TARGET_UP,
 )
 from service.serve.metrics import Gauges, Labels
+from service.serve.settings import FeedSettings, ServeSettings
 
 if TYPE_CHECKING:
-    from service.serve.server import Server
+    from warehouse.scrape.scraper import Health
+    from warehouse.scrape.slurm import SlurmPoll
 
 log = logging.getLogger("wanka.feeds")
 
 
+class Loop(Protocol):
+    def start(self) -> Loop: ...
+    def join(self) -> None: ...
+    def gauges(self) -> Gauges: ...
+    def describe(self) -> str: ...
+
+
+class Feeds:
+    """The loops `FeedSettings` asks for; `apply` restarts them when those settings change."""
+
+    def __init__(self, core: Core) -> None:
+        self._core = core
+        self.settings = FeedSettings()
+        self.loops: list[Loop] = []
+        self._started = False  # between start() and stop(), even with no loops to run
+        self._stop = threading.Event()
+
+    def apply(self, settings: ServeSettings) -> None:
+        """Run what `settings.feeds` asks for: running loops stop and the new ones start when
+        it changed (a bad scrape config raises UserError, the feeds left stopped)."""
+        if settings.feeds == self.settings:
+            return
+        started = self._started
+        self.stop()
+        self.settings = settings.feeds
+        if started:
+            self.start()
+
+    def start(self) -> None:
+        """Start the loops asked for; a bad scrape config raises here (UserError), before any."""
+        if self._started:
+            return
+        self._stop = threading.Event()
+        self.loops = [loop.start() for loop in self._loops(self.settings)]
+        self._started = True
+
+    def _loops(self, settings: FeedSettings) -> list[Loop]:
+        from warehouse.scrape.slurm import SlurmPoll
+
+        loops: list[Loop] = []
+        if settings.scrape_config is not None:
+            loops.append(
+                ScrapeLoop(
+                    self._core,
+                    self._stop,
+                    settings.scrape_config,
+                    interval_s=settings.scrape_interval_s,
+                    timeout_s=settings.scrape_timeout_s,
+                    job=settings.scrape_job,
+                )
+            )
+        if settings.sacct_interval_s:
+            scontrol = settings.scontrol_command or shutil.which("scontrol")
+            poll = SlurmPoll(settings.sacct_command, scontrol)
+            loops.append(
+                SacctLoop(self._core, self._stop, poll, interval_s=settings.sacct_interval_s)
+            )
+        return loops
+
+    def stop(self) -> None:
+        """Stop every loop after its round under way (waiting up to 30 s for each)."""
+        self._started = False
+        self._stop.set()
+        for loop in self.loops:
+            loop.join()
+        self.loops = []
+
+    def gauges(self) -> Gauges:
+        """The loops' gauges for /metrics: scrape targets' health, Slurm poll failures."""
+        gauges: Gauges = {}
+        for loop in self.loops:
+            gauges.update(loop.gauges())
+        return gauges
+
+    def describe(self) -> list[str]:
+        """One line per running loop, for `wanka serve` to print at start."""
+        return [loop.describe() for loop in self.loops]
+
+
 class ScrapeLoop:
     def __init__(
-        self, server: Server, path: Path, *, interval_s: float, timeout_s: float, job: str
+        self,
+        core: Core,
+        stop: threading.Event,
+        path: Path,
+        *,
+        interval_s: float,
+        timeout_s: float,
+        job: str,
     ) -> None:
         from warehouse.ingest.batch import read_context
         from warehouse.ingest.models import ModelNames
         from warehouse.scrape.scraper import Scraper
         from warehouse.scrape.targets import load
 
-        self.server, self.path, self.interval_s, self.job = server, path, interval_s, job
+        self.core, self.stop, self.path = core, stop, path
+        self.interval_s, self.job = interval_s, job
         self.targets = load(path, job)  # a bad file at start-up stops `wanka serve` early
         self._mtime = self._stat()
-        names = ModelNames(read_context(server.engine).model_names)
+        names = ModelNames(read_context(core.engine).model_names)
         self.scraper = Scraper(names, timeout_s=min(timeout_s, interval_s))
-        self.health: list[Any] = []
+        self.health: list[Health] = []
         self._thread = threading.Thread(target=self._run, name="wanka-scrape", daemon=True)
 
     def start(self) -> ScrapeLoop:
@@ -61,6 +152,12 @@ class ScrapeLoop:
 
     def join(self) -> None:
         self._thread.join(timeout=30)
+
+    def describe(self) -> str:
+        return (
+            f"scraping:         {len(self.targets)} targets from {self.path} "
+            f"every {self.interval_s:g} s"
+        )
 
     def _stat(self) -> float | None:
         try:
@@ -82,29 +179,29 @@ class ScrapeLoop:
             log.error(
                 "scrape config not reloaded, keeping %d targets: %s", len(self.targets), error
             )
-            self.server.metrics.count(SCRAPE_CONFIG_ERRORS)
+            self.core.metrics.count(SCRAPE_CONFIG_ERRORS)
             return
         log.info("scrape config reread: %d targets", len(self.targets))
 
     def _run(self) -> None:
         from warehouse.scrape.store import store_round
 
-        stop = self.server.stopping
+        core, stop, metrics = self.core, self.stop, self.core.metrics
         next_at = time.monotonic()
         while not stop.is_set():
             self._reload()
             try:
                 done = self.scraper.round(self.targets)
-                with self.server.writes.hold(done, self.server.limits.timeout_s):
-                    stored = self.server.with_cursor(partial(store_round, done=done))
+                with core.writes.hold(done, core.limits.timeout_s):
+                    stored = core.with_cursor(partial(store_round, done=done))
             except Exception as error:  # the loop must outlive any one failure
                 log.exception("scrape round failed")
-                self.server.metrics.count(SCRAPE_ROUND_ERRORS, error=type(error).__name__)
+                metrics.count(SCRAPE_ROUND_ERRORS, error=type(error).__name__)
             else:
                 self.health = done.health
-                self.server.metrics.count(SCRAPE_ROUNDS)
+                metrics.count(SCRAPE_ROUNDS)
                 for table, count in (("gpu_metrics", stored.gpu), ("prom_samples", stored.other)):
-                    self.server.metrics.count(SCRAPE_SAMPLES, count, table=table)
+                    metrics.count(SCRAPE_SAMPLES, count, table=table)
             next_at += self.interval_s
             stop.wait(max(next_at - time.monotonic(), 0.0))
             next_at = max(next_at, time.monotonic())  # a slow round does not queue up rounds
@@ -127,8 +224,10 @@ class ScrapeLoop:
 class SacctLoop:
     FIRST_RETRY_S = 5.0
 
-    def __init__(self, server: Server, poll: Any, *, interval_s: float) -> None:
-        self.server, self.poll, self.interval_s = server, poll, interval_s
+    def __init__(
+        self, core: Core, stop: threading.Event, poll: SlurmPoll, *, interval_s: float
+    ) -> None:
+        self.core, self.stop, self.poll, self.interval_s = core, stop, poll, interval_s
         self.failures = 0
         self._thread = threading.Thread(target=self._run, name="wanka-sacct", daemon=True)
 
@@ -139,28 +238,32 @@ class SacctLoop:
     def join(self) -> None:
         self._thread.join(timeout=30)
 
+    def describe(self) -> str:
+        also = f" and {self.poll.scontrol}" if self.poll.scontrol else ""
+        return f"Slurm polling:    {self.poll.sacct}{also} every {self.interval_s:g} s"
+
     def _run(self) -> None:
-        server = self.server
-        while not server.stopping.is_set():
+        core, metrics = self.core, self.core.metrics
+        while not self.stop.is_set():
             try:
                 polled = self.poll.poll(
-                    server.engine, hold=lambda: server.writes.hold(self, server.limits.timeout_s)
+                    core.engine, hold=lambda: core.writes.hold(self, core.limits.timeout_s)
                 )
             except Exception as error:  # the loop must outlive any one failure
                 self.failures += 1
                 wait = min(self.FIRST_RETRY_S * 2 ** (self.failures - 1), self.interval_s)
                 log.error("Slurm poll failed (%d in a row), next try in %g s: %s",
                           self.failures, wait, error)  # fmt: skip
-                server.metrics.count(SACCT_POLLS, outcome="failed")
+                metrics.count(SACCT_POLLS, outcome="failed")
             else:
                 self.failures, wait = 0, self.interval_s
-                server.metrics.count(SACCT_POLLS, outcome="ok")
+                metrics.count(SACCT_POLLS, outcome="ok")
                 for source, rows in (
                     ("sacct", polled.sacct_rows),
                     ("scontrol", polled.scontrol_rows),
                 ):
-                    server.metrics.count(SACCT_ROWS, rows, source=source)
-            server.stopping.wait(wait)
+                    metrics.count(SACCT_ROWS, rows, source=source)
+            self.stop.wait(wait)
 
     def gauges(self) -> Gauges:
         return {SACCT_FAILURES: {(): float(self.failures)}}

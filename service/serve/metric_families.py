@@ -59,7 +59,7 @@ QUERY_DURATION = _declare(
     Histogram("wanka_query_duration_seconds", "Time from receiving a query to its last byte.")
 )
 
-# -- writes on request (service/serve/server.py) ----------------------------------------------
+# -- writes on request (service/serve/writer.py) ----------------------------------------------
 INGEST_ROWS = _declare(Counter("wanka_ingest_rows_total", "Rows ingested."))
 INGEST_REJECTS = _declare(Counter("wanka_ingest_rejects_total", "Lines rejected by ingest."))
 REMOTE_WRITE_SAMPLES = _declare(
@@ -72,7 +72,7 @@ REMOTE_WRITE_NOT_STORED = _declare(
     )
 )
 
-# -- the scheduler (service/serve/server.py) -----------------------------------------------
+# -- the scheduler (service/serve/scheduler.py) -----------------------------------------------
 SCHEDULER_WAITS = _declare(
     Counter(
         "wanka_scheduler_waits_total",
@@ -81,6 +81,13 @@ SCHEDULER_WAITS = _declare(
 )
 SCHEDULER_ERRORS = _declare(
     Counter("wanka_scheduler_errors_total", "Scheduler passes that failed.")
+)
+JOB_RUNS = _declare(Counter("wanka_scheduled_job_runs_total", "Scheduled job runs, by job."))
+JOB_FAILURES = _declare(
+    Counter("wanka_scheduled_job_failures_total", "Scheduled job runs that failed, by job.")
+)
+JOB_LAST_DURATION = _declare(
+    Gauge("wanka_scheduled_job_last_duration_seconds", "How long the job's last run took.")
 )
 RETENTION_ROWS_DROPPED = _declare(
     Counter("wanka_retention_rows_dropped_total", "Raw rows dropped by retention rules.")

@@ -13,6 +13,7 @@ import pytest
 
 from service.serve.server import Limits, Server
 from service.serve.writes import WriterBusy
+from warehouse.dynamic.history import RefreshResult
 from warehouse.security.users import User
 
 ADMIN = User("admin", "admin")
@@ -58,6 +59,7 @@ def test_an_open_transaction_that_wrote_holds_off_refreshes_and_writers(server: 
         assert reader.run("SELECT count(*) FROM gpu_metrics").reader.read_all()[0][0].as_py() == 10
     slow.run("COMMIT")
     ((outcome, _),) = server.refresh(ADMIN, "per_host")
+    assert isinstance(outcome, RefreshResult)  # typed now: Server.refresh no longer says Any
     assert outcome.refresh_mode == "incremental"
     assert same(server)
     slow.close()

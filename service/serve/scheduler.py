@@ -1,0 +1,166 @@
+"""The serve process's scheduler: upkeep and refreshes as a list of named jobs, on one thread
+with a cursor of its own.
+
+Each pass (every shortest job interval) runs the jobs that are due, in list order, in one turn at
+the write gate (`writes.py`): `wanka serve` runs retention, then the folding of the downsampling
+tiers, then the refresh of the due dynamic tables (`upkeep_jobs`), every --refresh-interval-s. A
+pass that cannot get the gate within its interval is skipped and counted
+(`wanka_scheduler_waits_total`); a job that raises ends its pass, which is counted
+(`wanka_scheduler_errors_total`) and tried again at the next: the thread outlives any failure.
+Each job counts its runs and failures and shows how long its last run took, by `job`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from service.serve.core import Core, Cursor
+from service.serve.metric_families import (
+    JOB_FAILURES,
+    JOB_LAST_DURATION,
+    JOB_RUNS,
+    REFRESHES,
+    RETENTION_ROWS_DROPPED,
+    SCHEDULER_ERRORS,
+    SCHEDULER_WAITS,
+)
+from service.serve.metrics import Gauges, Metrics
+from service.serve.settings import ServeSettings
+from service.serve.writes import WriterBusy
+
+
+@dataclass(frozen=True)
+class ScheduledJob:
+    """Work the scheduler runs every `interval_s` on its cursor, holding the write gate."""
+
+    name: str
+    interval_s: float
+    run: Callable[[Cursor], None]
+
+
+def upkeep_jobs(interval_s: float, metrics: Metrics) -> list[ScheduledJob]:
+    """What `wanka serve` runs every `interval_s`, in this order: retention drops what its rules
+    say is too old, the tiers fold the new samples, the due dynamic tables refresh (those that
+    would be late before the next pass, `interval_s` later, included)."""
+
+    def retention(cur: Cursor) -> None:
+        from warehouse.tsdb import retention
+
+        for done in retention.apply(cur):
+            metrics.count(RETENTION_ROWS_DROPPED, done.rows, table=done.table)
+
+    def tiers(cur: Cursor) -> None:
+        from warehouse.tsdb import tiers
+
+        tiers.fold(cur)
+
+    def refresh(cur: Cursor) -> None:
+        from warehouse.dynamic.schedule import run_due
+
+        for outcome in run_due(cur, next_pass_s=interval_s):
+            kind = type(outcome).__name__.lower()
+            metrics.count(REFRESHES, table=outcome.name, outcome=kind)
+
+    return [
+        ScheduledJob("retention", interval_s, retention),
+        ScheduledJob("tiers", interval_s, tiers),
+        ScheduledJob("refresh", interval_s, refresh),
+    ]
+
+
+class Scheduler:
+    def __init__(self, core: Core, jobs: list[ScheduledJob] | None = None) -> None:
+        self._core = core
+        self.jobs = jobs or []
+        self._interval_s: float | None = None  # what `apply` built `jobs` for
+        self._started = False  # between start() and stop(), even with no jobs to run
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_s: dict[str, float] = {}  # each job's last run, in seconds
+
+    def apply(self, settings: ServeSettings) -> None:
+        """Run `upkeep_jobs` every `settings.refresh_interval_s` (None: none); a running
+        scheduler whose interval changed restarts with the new jobs."""
+        interval_s = settings.refresh_interval_s or None
+        if interval_s == self._interval_s:
+            return
+        started = self._started
+        self.stop()
+        self._interval_s = interval_s
+        self.jobs = upkeep_jobs(interval_s, self._core.metrics) if interval_s else []
+        if started:
+            self.start()
+
+    def start(self) -> None:
+        """Run the jobs on a thread of its own (none when there are no jobs)."""
+        if self._started:
+            return
+        self._started = True
+        if not self.jobs:
+            return
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run,
+            args=(list(self.jobs), self._stop),
+            name="wanka-scheduler",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop after the pass under way (waiting for it up to 30 s)."""
+        self._started = False
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(timeout=30)
+            self._thread = None
+
+    def gauges(self) -> Gauges:
+        """How long each job's last run took, once one ran."""
+        last_s = self._last_s.copy()  # the scheduler's thread may add a job meanwhile
+        if not last_s:
+            return {}
+        return {JOB_LAST_DURATION: {(("job", name),): s for name, s in last_s.items()}}
+
+    def _run(self, jobs: list[ScheduledJob], stop: threading.Event) -> None:
+        tick_s = min(job.interval_s for job in jobs)
+        next_at = dict.fromkeys((job.name for job in jobs), 0.0)
+        cur = self._core.engine.cursor()
+        try:
+            while not stop.wait(tick_s):
+                started = time.monotonic()
+                due = [job for job in jobs if next_at[job.name] <= started]
+                if due and self._pass(cur, due, tick_s):
+                    next_at.update((job.name, started + job.interval_s) for job in due)
+        finally:
+            cur.close()
+
+    def _pass(self, cur: Cursor, due: list[ScheduledJob], wait_s: float) -> bool:
+        """Run `due` in one turn at the write gate; whether they all ran."""
+        metrics = self._core.metrics
+        try:
+            with self._core.writes.hold(cur, wait_s):
+                for job in due:
+                    self._run_job(job, cur)
+        except WriterBusy:
+            metrics.count(SCHEDULER_WAITS)
+            return False
+        except Exception as error:  # the loop must outlive any one failure
+            metrics.count(SCHEDULER_ERRORS, error=type(error).__name__)
+            return False
+        return True
+
+    def _run_job(self, job: ScheduledJob, cur: Cursor) -> None:
+        metrics = self._core.metrics
+        metrics.count(JOB_RUNS, job=job.name)
+        started = time.perf_counter()
+        try:
+            job.run(cur)
+        except Exception:
+            metrics.count(JOB_FAILURES, job=job.name)
+            raise
+        finally:
+            self._last_s[job.name] = time.perf_counter() - started

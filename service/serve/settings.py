@@ -1,0 +1,78 @@
+"""What the serve process runs with, as one typed, frozen value.
+
+`wanka serve` builds a `ServeSettings` from its options and hands it to `run_server`;
+`Server.apply` hands a new one to each part of the server (limits, the scheduler's interval,
+the feeds), which is where a reloaded configuration takes effect. Being frozen, two settings
+compare by value: a part restarts only when what it reads changed.
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from service.serve.session import DEFAULT_TIMEOUT_S
+from warehouse.errors import UserError
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one query may take. Requests may lower these, never raise them."""
+
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_rows_json: int = 100_000  # JSON is for people and small tools: capped by default
+    max_rows: int | None = None  # every other format: uncapped unless configured
+    memory_limit: str | None = None  # DuckDB's memory_limit for the instance, e.g. '8GB'
+    max_upload_bytes: int = 1 << 30  # one ingest request body
+    max_connections_per_user: int = 64  # pgwire connections one user may hold at once
+    max_connections: int = 256  # pgwire connections in all (each holds a thread)
+    startup_timeout_s: float = 30.0  # pgwire: to finish startup and login (slowloris guard)
+
+
+@dataclass(frozen=True)
+class Tls:
+    """A certificate chain and its private key (PEM files), for HTTPS and pgwire's SSL."""
+
+    cert: Path
+    key: Path
+
+    def context(self) -> ssl.SSLContext:
+        """A server-side context: TLS 1.2 or newer, the chain and key loaded (errors named)."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            context.load_cert_chain(self.cert, self.key)
+        except (OSError, ssl.SSLError) as error:
+            raise UserError(
+                f"cannot use --tls-cert {self.cert} with --tls-key {self.key}: {error}"
+            ) from None
+        return context
+
+
+@dataclass(frozen=True)
+class FeedSettings:
+    """The live feeds to run (service/serve/feeds.py): none unless a path or interval is given."""
+
+    scrape_config: Path | None = None  # Prometheus file_sd targets, reread when it changes
+    scrape_interval_s: float = 15.0
+    scrape_timeout_s: float = 10.0
+    scrape_job: str = "dcgm"  # the `job` label of the targets
+    sacct_interval_s: float | None = None  # poll Slurm this often
+    sacct_command: str = "sacct"
+    scontrol_command: str | None = None  # None: scontrol when on PATH
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Everything `wanka serve` was asked for: where to listen, with what limits, what to run."""
+
+    db: str | None
+    host: str = "127.0.0.1"
+    port: int = 8080  # HTTP
+    pg_port: int | None = 5433  # None: no PostgreSQL wire endpoint
+    tls: Tls | None = None
+    limits: Limits = field(default_factory=Limits)
+    refresh_interval_s: float | None = 10.0  # the scheduler's pass; None: no scheduler
+    access_log: bool = False
+    feeds: FeedSettings = field(default_factory=FeedSettings)

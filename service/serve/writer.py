@@ -1,0 +1,133 @@
+"""The writes clients ask for: ingest uploads, Prometheus remote_write and refreshes on request,
+each through the write gate (`writes.py`) and counted in /metrics.
+
+remote_write requests are decoded and checked on their own threads, then stored together by
+the group commit (`remote_write.py`), built on the first request with the cache of label sets
+seen (a first batch of requests arrives at once, one per shard of the sender).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, BinaryIO
+
+from service.serve.auth import require
+from service.serve.core import Core, Cursor
+from service.serve.metric_families import (
+    INGEST_REJECTS,
+    INGEST_ROWS,
+    REMOTE_WRITE_NOT_STORED,
+    REMOTE_WRITE_SAMPLES,
+)
+from service.serve.remote_write import GroupCommit
+from service.serve.settings import ServeSettings
+from service.serve.writes import WriterBusy
+from warehouse.security.users import User
+
+if TYPE_CHECKING:
+    from warehouse.dynamic.schedule import Outcome
+    from warehouse.ingest import IngestResult, ReadOptions
+    from warehouse.remote_write.rows import Decoded, SeriesCache
+    from warehouse.tsdb.append import Appended
+
+
+class Writer:
+    def __init__(self, core: Core) -> None:
+        self._core = core
+        self._series: SeriesCache | None = None  # remote_write's label sets seen
+        self._group_commit: GroupCommit | None = None  # remote_write's writer thread
+        self._setup = threading.Lock()
+
+    def start(self) -> None:
+        """Nothing until the first remote_write: the group commit starts its thread then."""
+
+    def stop(self) -> None:
+        """Refuse new remote_writes; those queued are still stored and answered."""
+        if self._group_commit is not None:
+            self._group_commit.close()
+
+    def apply(self, settings: ServeSettings) -> None:
+        """New limits (`Core.limits`) bound the waits of the writes that start after them."""
+
+    def ingest(
+        self,
+        user: User,
+        fmt: str,
+        uploads: list[tuple[str, BinaryIO]],
+        options: ReadOptions,
+        *,
+        force: bool = False,
+    ) -> list[IngestResult]:
+        """Ingest uploaded streams (name, file) as the CLI would: one batch per stream."""
+        from warehouse.ingest import ingest_stream
+
+        require(user, "writer", "ingest")
+        core = self._core
+        results = []
+        for name, stream in uploads:
+            # an ingest may take minutes: it waits for another writer as long as it could run
+            with core.writes.hold(stream, core.limits.timeout_s * 10):
+                result = ingest_stream(core.engine, fmt, stream, name, options, force=force)
+            for table, rows in result.rows.items():
+                core.metrics.count(INGEST_ROWS, rows, format=fmt, table=table)
+            core.metrics.count(INGEST_REJECTS, result.rejected, format=fmt)
+            results.append(result)
+        return results
+
+    def remote_write(self, user: User, body: bytes) -> Appended:
+        """Store one Prometheus remote_write body (warehouse/remote_write): decoded and checked
+        here, then stored with the requests queued beside it in one transaction through the
+        write gate (serve/remote_write.py); what that transaction stored."""
+        from warehouse.ingest.batch import read_context
+        from warehouse.ingest.models import ModelNames
+        from warehouse.remote_write import decode, rows
+
+        require(user, "writer", "remote_write")
+        with self._setup:  # the first requests arrive together (one per shard)
+            if self._series is None:
+                names = ModelNames(read_context(self._core.engine).model_names)
+                self._series = rows.SeriesCache(names)
+            if self._group_commit is None:
+                self._group_commit = GroupCommit(self._store_remote_write)
+            series, group_commit = self._series, self._group_commit
+        decoded = decode.decode(body, series, rows.Limits())
+        wait_s = self._core.limits.timeout_s * 3
+        try:
+            stored: Appended = group_commit.submit(decoded).result(timeout=wait_s)
+        except TimeoutError:
+            raise WriterBusy(f"the remote_write was not stored within {wait_s:g} s") from None
+        return stored
+
+    def _store_remote_write(self, rows: Decoded) -> Appended:
+        """One group-commit transaction of remote_write rows, counted in /metrics."""
+        from warehouse.tsdb.append import append
+
+        core = self._core
+        with core.writes.hold(rows, core.limits.timeout_s):
+            stored = core.with_cursor(lambda cur: append(cur, rows, cache=self._series))
+        for table, count in (("gpu_metrics", stored.gpu), ("prom_samples", stored.other)):
+            core.metrics.count(REMOTE_WRITE_SAMPLES, count, table=table)
+        for reason, count in (
+            ("duplicate", stored.duplicates),
+            ("native_histogram", rows.histograms),
+            ("stale_marker", stored.stale),
+        ):
+            core.metrics.count(REMOTE_WRITE_NOT_STORED, count, reason=reason)
+        return stored
+
+    def refresh(
+        self, user: User, name: str, *, full: bool = False
+    ) -> list[tuple[Outcome, float | None]]:
+        """Refresh dynamic table `name` now; each outcome with its duration in seconds."""
+        from warehouse.dynamic.schedule import run_due, seconds
+        from warehouse.tsdb.upkeep import upkeep
+
+        require(user, "writer", "refresh")
+
+        def work(cur: Cursor) -> list[tuple[Outcome, float | None]]:
+            upkeep(cur, drop=False)  # the downsampling tiers first: they follow every batch
+            return [(o, seconds(cur, o)) for o in run_due(cur, name=name, full=full)]
+
+        core = self._core
+        with core.writes.hold(work, core.limits.timeout_s):
+            return core.with_cursor(work)

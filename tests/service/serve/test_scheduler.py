@@ -1,0 +1,128 @@
+"""The serve scheduler runs a list of named jobs (service/serve/scheduler.py): in order, in one
+turn at the write gate per pass, each counted on /metrics; a failure ends its pass, a busy gate
+skips it, and the thread goes on."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from service.serve.core import Core, Cursor
+from service.serve.scheduler import ScheduledJob, Scheduler, upkeep_jobs
+from service.serve.server import Server
+from service.serve.settings import ServeSettings
+
+TICK_S = 0.01
+
+
+@pytest.fixture
+def core() -> Iterator[Core]:
+    with Server(":memory:") as server:
+        yield server.core
+
+
+def job(name: str, ran: list[str], then: Callable[[], None] = lambda: None) -> ScheduledJob:
+    def run(cur: Cursor) -> None:
+        assert cur.execute("SELECT 1").fetchall() == [(1,)]  # the scheduler's own cursor
+        ran.append(name)
+        then()
+
+    return ScheduledJob(name, TICK_S, run)
+
+
+def after(count: int, done: threading.Event) -> Callable[[], None]:
+    """Set `done` on the `count`th call."""
+    calls = [0]
+
+    def call() -> None:
+        calls[0] += 1
+        if calls[0] == count:
+            done.set()
+
+    return call
+
+
+def lines(core: Core) -> list[str]:
+    return core.metrics.render().splitlines()
+
+
+def test_jobs_run_in_their_order_each_with_its_metrics(core: Core) -> None:
+    ran: list[str] = []
+    done = threading.Event()
+    jobs = [job("a", ran), job("b", ran), job("c", ran, after(2, done))]
+    scheduler = Scheduler(core, jobs)
+    scheduler.start()
+    assert done.wait(10)
+    scheduler.stop()
+    assert ran[:6] == ["a", "b", "c", "a", "b", "c"]
+    text = lines(core)
+    for name in "abc":
+        assert f'wanka_scheduled_job_runs_total{{job="{name}"}} {ran.count(name)}' in text
+    last = scheduler.gauges()
+    assert sorted(key for series in last.values() for key in series) == [
+        (("job", "a"),), (("job", "b"),), (("job", "c"),)
+    ]  # fmt: skip
+
+
+def test_a_failing_job_ends_its_pass_is_counted_and_tried_again(core: Core) -> None:
+    ran: list[str] = []
+    done = threading.Event()
+    twice = after(2, done)
+
+    def boom() -> None:
+        twice()
+        raise ValueError("no")
+
+    scheduler = Scheduler(core, [job("ok", ran), job("boom", ran, boom), job("never", ran)])
+    scheduler.start()
+    assert done.wait(10)
+    scheduler.stop()
+    assert "never" not in ran and ran[:4] == ["ok", "boom", "ok", "boom"]
+    text = lines(core)
+    failed = ran.count("boom")
+    assert f'wanka_scheduled_job_failures_total{{job="boom"}} {failed}' in text
+    assert f'wanka_scheduler_errors_total{{error="ValueError"}} {failed}' in text
+    assert not any(line.startswith('wanka_scheduled_job_failures_total{job="ok"') for line in text)
+
+
+def test_a_pass_that_cannot_get_the_write_gate_is_skipped(core: Core) -> None:
+    ran: list[str] = []
+    done = threading.Event()
+    holder = object()
+    core.writes.acquire(holder, 1)
+    scheduler = Scheduler(core, [job("a", ran, after(1, done))])
+    scheduler.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not any(line.startswith("wanka_scheduler_waits_total ") for line in lines(core)):
+            assert time.monotonic() < deadline, "the scheduler never waited"
+            time.sleep(TICK_S)
+        assert ran == []
+    finally:
+        core.writes.release(holder)
+    assert done.wait(10)
+    scheduler.stop()
+
+
+def test_serve_runs_retention_then_tiers_then_refresh(core: Core) -> None:
+    jobs = upkeep_jobs(10.0, core.metrics)
+    assert [(j.name, j.interval_s) for j in jobs] == [
+        ("retention", 10.0), ("tiers", 10.0), ("refresh", 10.0)
+    ]  # fmt: skip
+
+
+def test_new_settings_restart_a_started_scheduler_with_their_interval(core: Core) -> None:
+    scheduler = Scheduler(core)
+    scheduler.apply(ServeSettings(None, refresh_interval_s=None))
+    scheduler.start()
+    assert scheduler.jobs == []
+    scheduler.apply(ServeSettings(None, refresh_interval_s=30.0))
+    assert [j.interval_s for j in scheduler.jobs] == [30.0] * 3
+    assert any(t.name == "wanka-scheduler" for t in threading.enumerate())
+    scheduler.apply(ServeSettings(None, refresh_interval_s=None))
+    assert scheduler.jobs == []
+    assert not any(t.name == "wanka-scheduler" for t in threading.enumerate())
+    scheduler.stop()
