@@ -300,7 +300,8 @@ def _probe(sources: tuple[str, ...]) -> Step:
     columns: list[exp.Expr] = [exp.func("now"), _parse(_CHANGES).subquery()]
     for source in sources:
         if source in TRACKED:
-            # gpu_metrics: the log of sample inserts, not the samples (warehouse/tsdb/write.py)
+            # gpu_metrics: the log of sample inserts, not the samples (tsdb.relations.BATCHES)
+            # BATCHES)
             table = _batches_of(source)
             newer = exp.GT(this=exp.column("batch_id"), expression=exp.Placeholder(this="wm"))
             high = exp.select(exp.Max(this=exp.column("batch_id"))).from_(table).where(newer)

@@ -4,7 +4,8 @@
 the last one's result as an Arrow `RecordBatchReader`: SELECTs through DuckDB's own statement
 runner (one bind instead of two), DYNAMIC TABLE statements through `warehouse.dynamic`, DML on
 gpu_metrics through `warehouse.tsdb.dml` and retention's ALTER TABLE through
-`warehouse.tsdb.retention`. `prepared` EXECUTEs a SELECT text that runs again as a statement
+`warehouse.dynamic.retention` (which checks the dynamic tables reading the table, then sets
+`warehouse.tsdb.retention`'s rule). `prepared` EXECUTEs a SELECT text that runs again as a statement
 prepared once on that cursor (dashboards send the same few texts again and again; EXECUTE skips
 parse, bind and plan). `search_path` resolves unqualified relation names along a PostgreSQL
 search_path by writing the schema into the statement, so the role policy checks what DuckDB
