@@ -22,10 +22,12 @@ conflict), and the tiers lag the samples by one scheduler pass.
 
 from __future__ import annotations
 
-import contextlib
 from datetime import datetime
 
 import duckdb
+
+from warehouse.kernel.transactions import transaction
+from warehouse.tsdb.relations import BATCHES, LABEL_COLUMNS, SAMPLES, SERIES
 
 #: Each tier's table and bucket width.
 TIERS = {"wanka.gpu_tier_1m": "1 minute", "wanka.gpu_tier_1h": "1 hour"}
@@ -85,15 +87,8 @@ def _merge(table: str, width: str, source: str) -> str:
 
 def fold(cur: duckdb.DuckDBPyConnection) -> int:
     """Bring the tiers up to the newest samples, in one transaction; the batches folded."""
-    cur.execute("BEGIN TRANSACTION")  # not engine.transaction: engine imports telemetry, us
-    try:
-        folded = _fold(cur)
-        cur.execute("COMMIT")
-        return folded
-    except BaseException:
-        with contextlib.suppress(duckdb.Error):
-            cur.execute("ROLLBACK")
-        raise
+    with transaction(cur):
+        return _fold(cur)
 
 
 def _fold(cur: duckdb.DuckDBPyConnection) -> int:
@@ -101,7 +96,7 @@ def _fold(cur: duckdb.DuckDBPyConnection) -> int:
     _merge_twins(cur)
     [(low, high, dirty)] = cur.execute(
         "SELECT (SELECT watermark FROM wanka.tier_state), "
-        "(SELECT max(batch_id) FROM wanka.sample_batches), "
+        f"(SELECT max(batch_id) FROM {BATCHES}), "
         "EXISTS (SELECT 1 FROM wanka.tier_dirty)"
     ).fetchall()
     if high is None or high <= low:
@@ -110,8 +105,7 @@ def _fold(cur: duckdb.DuckDBPyConnection) -> int:
         return 0
     window = {"lo": low, "hi": high}
     source = (
-        "(SELECT series_id, ts, value FROM wanka.gpu_samples "
-        "WHERE batch_id > $lo AND batch_id <= $hi)"
+        f"(SELECT series_id, ts, value FROM {SAMPLES} WHERE batch_id > $lo AND batch_id <= $hi)"
     )
     for table, width in TIERS.items():
         cur.execute(_merge(table, width, source), window)
@@ -119,24 +113,21 @@ def _fold(cur: duckdb.DuckDBPyConnection) -> int:
         _recompute(cur)
     cur.execute("UPDATE wanka.tier_state SET watermark = ?", [high])
     [(folded,)] = cur.execute(
-        "SELECT count(*) FROM wanka.sample_batches WHERE batch_id > $lo AND batch_id <= $hi",
+        f"SELECT count(*) FROM {BATCHES} WHERE batch_id > $lo AND batch_id <= $hi",
         window,
     ).fetchall()
     return int(folded)
-
-
-_LABELS = ("metric", "host", "gpu", "uuid", "model", "labels")
 
 
 def _merge_twins(cur: duckdb.DuckDBPyConnection) -> None:
     """Two transactions that first wrote one label set at once each added a series for it
     (neither saw the other's). Move the later twins' samples to the first, rebuild the tier
     buckets they were in, and drop the twins."""
-    labels = ", ".join(_LABELS)
-    same = " AND ".join(f"s.{c} IS NOT DISTINCT FROM f.{c}" for c in _LABELS)
+    labels = ", ".join(LABEL_COLUMNS)
+    same = " AND ".join(f"s.{c} IS NOT DISTINCT FROM f.{c}" for c in LABEL_COLUMNS)
     twins = (
-        f"SELECT s.series_id AS twin, f.first FROM wanka.gpu_series s JOIN (SELECT min(series_id) "
-        f"AS first, {labels} FROM wanka.gpu_series GROUP BY ALL HAVING count(*) > 1) f "
+        f"SELECT s.series_id AS twin, f.first FROM {SERIES} s JOIN (SELECT min(series_id) "
+        f"AS first, {labels} FROM {SERIES} GROUP BY ALL HAVING count(*) > 1) f "
         f"ON {same} WHERE s.series_id <> f.first"
     )
     found = cur.execute(twins).fetchall()
@@ -148,16 +139,15 @@ def _merge_twins(cur: duckdb.DuckDBPyConnection) -> None:
         + ") AS p(twin, first)"
     )
     cur.execute(
-        "INSERT INTO wanka.tier_dirty SELECT p.first, s.ts FROM wanka.gpu_samples s "
+        f"INSERT INTO wanka.tier_dirty SELECT p.first, s.ts FROM {SAMPLES} s "
         f"JOIN {pairs} ON s.series_id = p.twin"
     )
     for table in TIERS:
         cur.execute(f"DELETE FROM {table} t USING {pairs} WHERE t.series_id = p.twin")
     cur.execute(
-        f"UPDATE wanka.gpu_samples s SET series_id = p.first FROM {pairs} "
-        "WHERE s.series_id = p.twin"
+        f"UPDATE {SAMPLES} s SET series_id = p.first FROM {pairs} WHERE s.series_id = p.twin"
     )
-    cur.execute(f"DELETE FROM wanka.gpu_series s USING {pairs} WHERE s.series_id = p.twin")
+    cur.execute(f"DELETE FROM {SERIES} s USING {pairs} WHERE s.series_id = p.twin")
 
 
 def mark(cur: duckdb.DuckDBPyConnection, keys: str, params: object = None) -> None:
@@ -181,7 +171,7 @@ def _recompute(cur: duckdb.DuckDBPyConnection) -> None:
             values,
         )
         samples = (
-            f"(SELECT s.series_id, s.ts, s.value FROM wanka.gpu_samples s "
+            f"(SELECT s.series_id, s.ts, s.value FROM {SAMPLES} s "
             f"JOIN {touched} AS k ON k.series_id = s.series_id "
             f"AND s.ts >= k.bucket AND s.ts < k.bucket + INTERVAL '{width}' WHERE {whole})"
         )
