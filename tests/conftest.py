@@ -19,10 +19,26 @@ REPO = Path(__file__).resolve().parents[1]
 
 Ex = TypeVar("Ex")
 
-# Property tests check what an input does, not how fast: on a loaded 2-core CI machine a
-# per-example deadline only makes them flaky. Tests that need a different budget say so.
-settings.register_profile("wanka", deadline=None)
-settings.load_profile("wanka")
+#: Hypothesis profiles, by examples per property test: `$HYPOTHESIS_PROFILE` picks one, `ci` (what
+#: `make test` runs) when unset; `dev` for a quick look while editing, `thorough` for a long run.
+#: Property tests check what an input does, not how fast: on a loaded 2-core CI machine a
+#: per-example deadline only makes them flaky, so no profile has one.
+PROFILES = {"dev": 20, "ci": 100, "thorough": 1000}
+PROFILE_ENV = "HYPOTHESIS_PROFILE"
+for _name, _examples in PROFILES.items():
+    settings.register_profile(_name, max_examples=_examples, deadline=None)
+settings.load_profile(os.environ.get(PROFILE_ENV) or "ci")
+
+
+def examples(share: float) -> int:
+    """A property test's examples, as a share of the profile's: a test whose example costs a
+    fresh warehouse takes a fraction, a cheap parser test a multiple, and all of them scale
+    together when the profile changes.
+
+    >>> examples(0.25) == round(settings().max_examples / 4)
+    True
+    """
+    return max(1, round(settings().max_examples * share))
 
 
 class Draw(Protocol):

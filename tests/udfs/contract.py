@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from udfs.expr import sql_of
 from udfs.model import Model
 from udfs.params import Param
@@ -229,7 +230,7 @@ def tests_for(module: Any) -> tuple[Any, Any]:
         check_rows(con, model, random_rows(model, seed=len(model.name)))
 
     @by_name
-    @settings(max_examples=8, deadline=None)
+    @settings(max_examples=examples(0.08), deadline=None)
     @given(data=st.data())
     def test_sql_agrees_with_python(
         con: duckdb.DuckDBPyConnection, model: Model[..., Any], data: st.DataObject

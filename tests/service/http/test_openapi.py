@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.core.result import Ok
 
 from service.serve.server import Limits, Server
+from tests.conftest import examples
 from warehouse.security.users import add_user
 
 pytestmark = pytest.mark.slow
@@ -62,7 +63,10 @@ def test_no_server_errors(api_schema: schemathesis.BaseSchema) -> None:
 
         @given(case=operation.as_strategy())
         @settings(
-            max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None
+            max_examples=examples(0.25),
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            database=None,
         )
         def no_5xx(case: schemathesis.Case[Any]) -> None:
             response = case.call(headers=ADMIN)

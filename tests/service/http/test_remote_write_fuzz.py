@@ -11,6 +11,7 @@ import cramjam
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from tests.service.http.conftest import Served
 from tests.warehouse.remote_write.support import body, dcgm_labels, scrape
 from warehouse.remote_write.messages import WriteRequest
@@ -82,7 +83,7 @@ request_parts = st.lists(
 )
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(0.6), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     parts=request_parts,
     name=st.sampled_from(["DCGM_FI_DEV_GPU_UTIL", "node_load1", "", "bad name", None]),

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.pgwire import codec
+from tests.conftest import examples
 
 STARTUP = struct.pack("!i", codec.PROTOCOL_V3) + b"user\0fuzz\0database\0wanka\0\0"
 KINDS = st.sampled_from(list(b"QPBDESCHXdcfpFZ\x00\xff")).map(lambda k: bytes([k]))
@@ -77,7 +78,9 @@ def honest_answer(port: int) -> None:
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(1.5),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(messages=st.lists(st.tuples(KINDS, BODIES), min_size=1, max_size=4))
 def test_garbage_after_login(
@@ -100,9 +103,7 @@ def test_garbage_after_login(
     honest_answer(port)
 
 
-@settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(packet=st.one_of(BODIES, st.binary(max_size=16)), claim=st.integers(-5, 20_000))
 def test_garbage_startup(port: int, packet: bytes, claim: int) -> None:
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:

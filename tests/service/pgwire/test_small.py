@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from service.pgwire import rows, small
 from service.pgwire import types as t
+from tests.conftest import examples
 
 UTC = dt.UTC
 
@@ -55,7 +56,7 @@ def _arrow_path(batch: pa.RecordBatch, formats: list[int]) -> bytes:
     return block
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(3))
 @given(batches())
 def test_small_batches_frame_the_bytes_the_arrow_kernels_do(batch: pa.RecordBatch) -> None:
     oids = [t.pg_type(f.type).oid for f in batch.schema]
@@ -64,7 +65,7 @@ def test_small_batches_frame_the_bytes_the_arrow_kernels_do(batch: pa.RecordBatc
     assert fast == _arrow_path(batch, formats)
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(0.5))
 @given(batches())
 def test_binary_results_use_the_same_encoders(batch: pa.RecordBatch) -> None:
     oids = [t.pg_type(f.type).oid for f in batch.schema]

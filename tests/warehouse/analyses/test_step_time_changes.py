@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from warehouse.analyses import analysis_named, run_analysis_table
 from warehouse.analyses.catalog import analyses_folder
 from warehouse.health.evaluate import truth
@@ -186,7 +187,7 @@ def test_other_events_and_bad_values_are_not_steps(engine: Engine) -> None:
         cur.close()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(0.4), deadline=None)
 @given(
     base_s=st.floats(0.2, 30.0),
     before=st.integers(3, 8),

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from tests.warehouse.dynamic.dimension import place_node
 from tests.warehouse.samples import insert_samples, minute
 from warehouse.kernel.engine import Engine
@@ -118,7 +119,9 @@ def _same(got: list[tuple[object, ...]], want: list[tuple[object, ...]]) -> bool
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(QUERIES))
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(0.25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(steps=st.lists(step, min_size=1, max_size=10))
 def test_incremental_refresh_equals_the_query(

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from tests.warehouse.dynamic.dimension import place_node
 from tests.warehouse.samples import insert_samples, minute
 from warehouse.dynamic.shipped import in_creation_order, install_shipped, shipped_folder
@@ -115,7 +116,9 @@ def rows(eng: Engine, sql: str) -> list[tuple[object, ...]]:
 
 @pytest.mark.slow
 @settings(
-    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(0.2),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(steps=st.lists(step, min_size=1, max_size=8))
 def test_every_shipped_table_equals_its_query(eng: Engine, steps: list[tuple[str, object]]) -> None:

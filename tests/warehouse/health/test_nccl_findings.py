@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from warehouse.kernel.arrow_tables import insert_arrow
 from warehouse.kernel.catalog import sql_dir
 from warehouse.kernel.engine import Engine
@@ -110,7 +111,7 @@ def test_a_day_of_probes_finds_the_three_bad_nics_and_nothing_else(cur: Any) -> 
         assert len(partners) == 2 and f["host"] not in partners
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(0.08), deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), hosts=st.integers(64, 256))
 def test_precision_and_recall_are_one_whatever_the_fleet(cur: Any, seed: int, hosts: int) -> None:
     cfg = SimConfig(gpus=8 * hosts, hours=6.0, seed=seed)

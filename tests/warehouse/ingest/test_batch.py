@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from warehouse.errors import UserError
 from warehouse.ingest import ReadOptions, ingest, ingest_stream
 from warehouse.kernel.engine import Engine
@@ -187,7 +188,9 @@ def test_killed_ingest_leaves_no_partial_batch(db_path: Path, tmp_path: Path) ->
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(0.25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     st.lists(

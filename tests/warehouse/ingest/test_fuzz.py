@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.commands.common import shared_data
-from tests.conftest import Draw
+from tests.conftest import Draw, examples
 from tests.warehouse.ingest.test_nccl import ALL_REDUCE
 from warehouse.errors import UserError
 from warehouse.ingest import ReadOptions, ingest
@@ -126,7 +126,7 @@ FORMATS = ["dcgm", "nvidia-smi", "sacct", "pods", "nccl-tests", "inventory"]
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 @settings(
-    max_examples=40,
+    max_examples=examples(0.4),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -154,7 +154,7 @@ def test_a_reader_never_crashes_and_never_half_stores(
 
 @pytest.mark.slow
 @settings(
-    max_examples=30,
+    max_examples=examples(0.3),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from warehouse.ingest.promblock import BlockParser
 from warehouse.ingest.promline import Labels, LineError, escape, parse_labels, parse_line
 from warehouse.ingest.textblocks import blocks
@@ -53,7 +54,7 @@ LINES = st.one_of(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(3))
 @given(st.lists(LINES, max_size=25), st.sampled_from([16, 64, 4096]))
 def test_block_parser_agrees_with_the_line_parser(lines: list[str], block_bytes: int) -> None:
     text = "\n".join(lines).encode()

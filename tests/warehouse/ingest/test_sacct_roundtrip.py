@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from tests.warehouse.ingest.sacct_support import load, rows
 from warehouse.ingest import ingest
 from warehouse.kernel.engine import Engine
@@ -40,7 +41,7 @@ def shared_eng(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
         yield engine
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(0.25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_lines, min_size=1, max_size=30))
 def test_ingesting_twice_equals_ingesting_once(
     shared_eng: Engine, tmp_path_factory: pytest.TempPathFactory, lines: list[tuple[Any, ...]]

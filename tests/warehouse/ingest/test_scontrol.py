@@ -37,6 +37,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from warehouse.errors import UserError
 from warehouse.ingest import IngestResult, ReadOptions, ingest
 from warehouse.ingest import scontrol_fields as sf
@@ -356,7 +357,7 @@ def test_gres_index_lists_round_trip(wanted: set[int], head: str) -> None:
     assert sf.gpu_indices(gres) == sorted(wanted)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(0.5), deadline=None)
 @given(st.text(alphabet="0123456789-,:()IDXgpuN/A ", max_size=24))
 def test_gres_text_reads_or_says_why(text: str) -> None:
     try:

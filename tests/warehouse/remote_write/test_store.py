@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from tests.warehouse.remote_write.support import STALE, body, dcgm_labels, scrape
 from warehouse.ingest.batch import read_context
 from warehouse.ingest.models import ModelNames
@@ -100,7 +101,9 @@ def test_a_series_the_cache_knows_ends_with_its_labels(eng: Engine) -> None:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(0.25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     picks=st.lists(

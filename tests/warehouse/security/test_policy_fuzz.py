@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import Draw
+from tests.conftest import Draw, examples
 from warehouse.errors import UserError
 from warehouse.kernel.engine import Engine
 from warehouse.security.policy import authorize
@@ -146,7 +146,7 @@ def fingerprint(cur: duckdb.DuckDBPyConnection) -> tuple[object, ...]:
 
 @pytest.mark.slow
 @settings(
-    max_examples=2500,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

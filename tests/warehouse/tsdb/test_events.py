@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from warehouse.kernel.engine import Engine
 from warehouse.tsdb.append import append
 from warehouse.tsdb.events import LOOKBACK_S, REPEAT_GAP_S
@@ -111,7 +112,7 @@ def shared() -> Iterator[Any]:
         cursor.close()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(0.4), deadline=None)
 @given(samples, st.lists(st.integers(1, 59), max_size=4))
 def test_batches_give_the_events_one_batch_gives(
     shared: Any, drawn: list[tuple[int, int, str, float]], cuts: list[int]

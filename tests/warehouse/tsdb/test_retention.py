@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import run_wanka
+from tests.conftest import examples, run_wanka
 from warehouse.dynamic import retention as checked
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.errors import UserError
@@ -145,7 +145,7 @@ def _ceil(moment: datetime, width: timedelta) -> datetime:
     return epoch + steps * width
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(0.15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     keep_days=st.integers(1, 9),
     now_hours=st.integers(24 * 3, 24 * 14),

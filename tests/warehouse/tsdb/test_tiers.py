@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from tests.warehouse.samples import START, insert_samples
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
@@ -80,7 +81,9 @@ def _same(got: list[tuple[object, ...]], want: list[tuple[object, ...]]) -> bool
 
 @pytest.mark.parametrize("tier", sorted(tiers.RECOMPUTE))
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(0.4),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(steps=st.lists(step, min_size=1, max_size=8))
 def test_a_tier_equals_the_recompute_from_raw_after_every_write(

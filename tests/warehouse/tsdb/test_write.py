@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
 from warehouse.errors import UserError
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
@@ -149,7 +150,7 @@ STATEMENTS = [
 ]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(0.25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.tuples(st.integers(0, len(STATEMENTS) - 1), st.integers(0, 5), st.integers(0, 3)),
