@@ -4,16 +4,17 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_WORKERS ?= 2
+PYTEST_ARGS ?=
 # Apache Superset, for `make bi-check` only: its own environment, its own pins
 BI_VENV := .venv-bi
 BI_STAMP := $(BI_VENV)/.installed
 BI_REQUIREMENTS := tests/bi/requirements-superset.txt
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test bench lint fmt check clean bi-check
+.PHONY: help install run test test-fast bench lint fmt check clean bi-check
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "wanka needs Python >= 3.11")'
@@ -28,7 +29,10 @@ run: $(STAMP) ## build the demo warehouse (a simulated 10,000-GPU cluster) and s
 	$(BIN)/wanka demo
 
 test: $(STAMP) ## run the test suite (what CI runs)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q $(PYTEST_ARGS)
+
+test-fast: $(STAMP) ## the tests not marked slow, for the edit loop (make test runs them all)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q -m "not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP) ## run every bench/bench_*.py and write their figures to bench/RESULTS.md
 	$(BIN)/python bench/run_all.py
