@@ -15,6 +15,8 @@ import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from tests.warehouses import Warehouses
+
 REPO = Path(__file__).resolve().parents[1]
 
 Ex = TypeVar("Ex")
@@ -69,7 +71,22 @@ def shared_data() -> Path:
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
+    """Where a test's own database goes; nothing is there yet (`wanka` or `Engine` makes it)."""
     return tmp_path / "w.duckdb"
+
+
+@pytest.fixture(scope="session")
+def warehouses(tmp_path_factory: pytest.TempPathFactory) -> Warehouses:
+    """An empty migrated warehouse and the demo clusters, each built once per run and copied
+    for the tests that use them (tests/warehouses.py)."""
+    return Warehouses(tmp_path_factory)
+
+
+@pytest.fixture
+def fresh_db(tmp_path: Path, warehouses: Warehouses) -> Path:
+    """A new, empty warehouse of the test's own at `tmp_path / "w.duckdb"` (a copy, not a
+    migration)."""
+    return warehouses.empty(tmp_path / "w.duckdb")
 
 
 def run_wanka(

@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import run_wanka
 from tests.exporter import FIELDS, Exporter
 from tests.service.serve.test_server_faults import query, serving
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 
 pytestmark = pytest.mark.slow
@@ -65,10 +66,10 @@ def rows(client: httpx.Client, sql: str) -> list[list[Any]]:
 
 
 @pytest.mark.skipif(not SACCT.exists(), reason="needs ../shared/data")
-def test_serve_scrapes_rereads_its_targets_and_polls_sacct(tmp_path: Path) -> None:
-    db = tmp_path / "live.duckdb"
-    with Engine(str(db)):
-        pass
+def test_serve_scrapes_rereads_its_targets_and_polls_sacct(
+    tmp_path: Path, warehouses: Warehouses
+) -> None:
+    db = warehouses.empty(tmp_path / "live.duckdb", shipped=True)
     added = run_wanka(
         "--db", str(db), "user", "add", "ada", "--role", "admin", "--password-stdin", input="pw"
     )

@@ -13,8 +13,8 @@ from typing import Any
 import duckdb
 import pytest
 
+from tests.warehouses import Warehouses
 from udfs.registry import REGISTRY
-from warehouse.kernel.engine import Engine
 
 #: (what the source says, expression, low, high)
 FIGURES = [
@@ -107,9 +107,9 @@ def test_figure_in_sql(
     assert value == pytest.approx(_python(expression))
 
 
-def test_figures_from_the_reference_tables() -> None:
+def test_figures_from_the_reference_tables(warehouses: Warehouses) -> None:
     """The same figures with the specs read from gpu_models and nic_models."""
-    with Engine(":memory:") as engine:
+    with warehouses.engine() as engine:
         cur = engine.cursor()
         a100 = cur.sql(
             "SELECT gpu_power_mw(10000, tdp_w), scaleup_gbs = nvlink_gbs(12, 25, true), "

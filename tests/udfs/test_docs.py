@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.warehouses import Warehouses
 from udfs import docs
 from udfs.registry import REGISTRY
 from warehouse.kernel.engine import Engine
@@ -22,8 +23,8 @@ NODES = [
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    with Engine(":memory:") as eng:
+def engine(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as eng:
         with eng.transaction() as cur:
             cur.executemany(
                 "INSERT INTO nodes (host, nic_model, nic_count, pcie_gen, pcie_lanes) "

@@ -11,6 +11,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from tests.warehouses import Warehouses
 from udfs import docs, registry
 from udfs.expr import Num
 from udfs.model import Model, model
@@ -83,8 +84,8 @@ def test_contract_signatures_and_return_types() -> None:
         assert ours.get(signature) == returns, signature
 
 
-def test_every_contract_function_is_listed_with_its_arity() -> None:
-    with Engine(":memory:") as engine:
+def test_every_contract_function_is_listed_with_its_arity(warehouses: Warehouses) -> None:
+    with warehouses.engine() as engine:
         cur = engine.cursor()
         listed = _listed(cur)
         cur.close()
@@ -93,8 +94,8 @@ def test_every_contract_function_is_listed_with_its_arity() -> None:
     assert {f"{m.name}/{len(m.params)}" for m in REGISTRY} <= listed
 
 
-def test_macros_are_visible_from_every_cursor() -> None:
-    with Engine(":memory:") as engine:
+def test_macros_are_visible_from_every_cursor(warehouses: Warehouses) -> None:
+    with warehouses.engine() as engine:
         first, second = engine.cursor(), engine.cursor()
         assert (
             first.sql("SELECT pcie_gbs(4, 16)").fetchall()
@@ -113,8 +114,8 @@ def test_reopening_writes_nothing(tmp_path: Path) -> None:
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 
-def test_only_a_changed_macro_is_written_back() -> None:
-    with Engine(":memory:") as engine:
+def test_only_a_changed_macro_is_written_back(warehouses: Warehouses) -> None:
+    with warehouses.engine() as engine:
         before = _oids(engine.con)
         assert set(before) == {m.name for m in REGISTRY}
         registry.register(engine.con)

@@ -23,8 +23,8 @@ SMALL = SimConfig(
 SIMULATED = ("sites", "clusters", "nodes", "jobs", "job_steps", "job_events", "gpu_metrics")
 
 
-def test_build_loads_every_table_through_the_readers(db_path: Path) -> None:
-    with Engine(str(db_path)) as eng:
+def test_build_loads_every_table_through_the_readers(fresh_db: Path) -> None:
+    with Engine(str(fresh_db)) as eng:
         summary = build_demo(eng, SMALL)
         assert summary.rebuilt and set(summary.rows) == set(DEMO)
         for table in SIMULATED:
@@ -50,29 +50,29 @@ def test_build_loads_every_table_through_the_readers(db_path: Path) -> None:
         assert built_config(eng) is not None
 
 
-def test_same_demo_twice_is_not_rebuilt(db_path: Path) -> None:
-    with Engine(str(db_path)) as eng:
+def test_same_demo_twice_is_not_rebuilt(fresh_db: Path) -> None:
+    with Engine(str(fresh_db)) as eng:
         first = build_demo(eng, SMALL)
         again = build_demo(eng, SMALL)
         assert not again.rebuilt and again.rows == first.rows
 
 
-def test_rebuild_replaces_instead_of_appending(db_path: Path) -> None:
-    with Engine(str(db_path)) as eng:
+def test_rebuild_replaces_instead_of_appending(fresh_db: Path) -> None:
+    with Engine(str(fresh_db)) as eng:
         first = build_demo(eng, SMALL)
         second = build_demo(eng, SMALL, rebuild=True)
         assert second.rebuilt and second.rows == first.rows
 
 
-def test_other_config_rebuilds(db_path: Path) -> None:
-    with Engine(str(db_path)) as eng:
+def test_other_config_rebuilds(fresh_db: Path) -> None:
+    with Engine(str(fresh_db)) as eng:
         build_demo(eng, SMALL)
         other = SimConfig(**{**SMALL.__dict__, "seed": 4})
         assert build_demo(eng, other).rebuilt
 
 
-def test_real_samples_join_the_demo(db_path: Path, shared_data: Path) -> None:
-    with Engine(str(db_path)) as eng:
+def test_real_samples_join_the_demo(fresh_db: Path, shared_data: Path) -> None:
+    with Engine(str(fresh_db)) as eng:
         summary = build_demo(eng, SMALL, real_data=shared_data)
         assert summary.real_samples == str(shared_data)
         assert summary.rows["pods"] == 8152
@@ -86,8 +86,8 @@ def test_real_samples_join_the_demo(db_path: Path, shared_data: Path) -> None:
         assert {m for (m,) in captured} == {"H100", "L40S"}
 
 
-def test_example_queries_run(db_path: Path) -> None:
-    with Engine(str(db_path)) as eng:
+def test_example_queries_run(fresh_db: Path) -> None:
+    with Engine(str(fresh_db)) as eng:
         build_demo(eng, SMALL)
         results = {title: eng.con.sql(query).fetchall() for title, query in EXAMPLE_QUERIES.items()}
         assert results["GPU-hours by job state"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from service.serve.server import Limits, Server
+from tests.warehouses import Warehouses
 from warehouse.security.users import add_user, create_token
 
 with warnings.catch_warnings():
@@ -30,10 +31,10 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[Served]:
     from service.http import create_app
 
-    path = Path(tmp_path_factory.mktemp("served")) / "w.duckdb"
+    path = warehouses.empty(Path(tmp_path_factory.mktemp("served")) / "w.duckdb", shipped=True)
     limits = Limits(timeout_s=20, max_rows_json=1_000, max_upload_bytes=1 << 20)
     with Server(str(path), limits=limits) as server:
         cur = server.engine.cursor()

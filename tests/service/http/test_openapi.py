@@ -14,6 +14,7 @@ from schemathesis.core.result import Ok
 
 from service.serve.server import Limits, Server
 from tests.conftest import examples
+from tests.warehouses import Warehouses
 from warehouse.security.users import add_user
 
 pytestmark = pytest.mark.slow
@@ -21,10 +22,10 @@ ADMIN = {"Authorization": "Basic " + base64.b64encode(b"root:pw").decode()}
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+def app(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[object]:
     from service.http import create_app
 
-    path = Path(tmp_path_factory.mktemp("fuzz")) / "w.duckdb"
+    path = warehouses.empty(Path(tmp_path_factory.mktemp("fuzz")) / "w.duckdb", shipped=True)
     with Server(str(path), limits=Limits(timeout_s=5, max_upload_bytes=1 << 20)) as server:
         cur = server.engine.cursor()
         add_user(cur, "root", "admin", "pw")

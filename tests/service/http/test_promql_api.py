@@ -17,6 +17,7 @@ import pytest
 
 from service.serve.server import Limits, Server
 from tests.warehouse.promql import reference as ref
+from tests.warehouses import Warehouses
 from warehouse.security.users import add_user
 
 with warnings.catch_warnings():
@@ -34,10 +35,12 @@ AT = (ref.T0 + 1_807_000) / 1000
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+def client(
+    tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses
+) -> Iterator[TestClient]:
     from service.http import create_app
 
-    path = Path(tmp_path_factory.mktemp("prom")) / "w.duckdb"
+    path = warehouses.empty(Path(tmp_path_factory.mktemp("prom")) / "w.duckdb", shipped=True)
     with Server(str(path), limits=Limits(timeout_s=20, max_rows_json=1_000)) as server:
         ref.load_wanka(server.engine, ref.cluster())
         cur = server.engine.cursor()

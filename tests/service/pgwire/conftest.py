@@ -13,6 +13,7 @@ import pytest
 from service.pgwire import Handle, start
 from service.serve.server import Limits, Server
 from tests.service.pgwire import realpg
+from tests.warehouses import Warehouses
 from warehouse.security import users
 
 PASSWORD = "s3cret-pw"
@@ -58,8 +59,8 @@ class Served:
 
 
 @pytest.fixture(scope="session")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    path = tmp_path_factory.mktemp("pgwire") / "w.duckdb"
+def served(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[Served]:
+    path = warehouses.empty(tmp_path_factory.mktemp("pgwire") / "w.duckdb", shipped=True)
     server = Server(str(path), limits=Limits(timeout_s=30))
     cur = server.engine.cursor()
     try:
@@ -109,9 +110,10 @@ def side_by_side(
 
 
 @pytest.fixture(scope="module")
-def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+def port(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[int]:
     """A pgwire port over a fresh warehouse without users: loopback clients come in as admin."""
-    server = Server(str(tmp_path_factory.mktemp("raw") / "w.duckdb"))
+    path = warehouses.empty(tmp_path_factory.mktemp("raw") / "w.duckdb", shipped=True)
+    server = Server(str(path))
     handle = start(server, "127.0.0.1", 0)
     yield handle.port
     handle.stop()

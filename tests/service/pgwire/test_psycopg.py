@@ -14,6 +14,7 @@ import pytest
 from psycopg import errors
 
 from tests.service.pgwire.conftest import Served
+from tests.warehouses import Warehouses
 
 
 @pytest.fixture
@@ -256,11 +257,13 @@ def test_statement_timeout_interrupts(conn: psycopg.Connection) -> None:
     assert conn.execute("select 3").fetchone() == (3,)
 
 
-def test_no_users_means_local_admin_without_password(tmp_path: Path) -> None:
+def test_no_users_means_local_admin_without_password(
+    tmp_path: Path, warehouses: Warehouses
+) -> None:
     from service.pgwire import start
     from service.serve.server import Server
 
-    server = Server(str(tmp_path / "empty.duckdb"))
+    server = Server(str(warehouses.empty(tmp_path / "empty.duckdb", shipped=True)))
     handle = start(server, "127.0.0.1", 0)
     try:
         dsn = f"host=127.0.0.1 port={handle.port} dbname=wanka user=me sslmode=disable"

@@ -25,6 +25,7 @@ from service.http import create_app
 from service.pgwire import start
 from service.serve.server import Limits, Server
 from service.serve.throttle import AuthThrottle
+from tests.warehouses import Warehouses
 from warehouse.security import users
 
 PASSWORD = "right-pw"
@@ -41,9 +42,9 @@ def serving_ann(path: Path, limits: Limits) -> Iterator[Server]:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
+def server(tmp_path: Path, warehouses: Warehouses) -> Iterator[Server]:
     limits = Limits(max_connections_per_user=3, startup_timeout_s=1.0)
-    with serving_ann(tmp_path / "w.duckdb", limits) as served:
+    with serving_ann(warehouses.empty(tmp_path / "w.duckdb", shipped=True), limits) as served:
         served.auth_throttle = AuthThrottle(max_failures=3, window_s=60, lockout_s=30)
         yield served
 
@@ -109,9 +110,9 @@ def test_connections_per_user_are_capped(server: Server) -> None:
         handle.stop()
 
 
-def test_connections_in_all_are_capped(tmp_path: Path) -> None:
+def test_connections_in_all_are_capped(tmp_path: Path, warehouses: Warehouses) -> None:
     limits = Limits(max_connections=2)
-    with serving_ann(tmp_path / "w.duckdb", limits) as served:
+    with serving_ann(warehouses.empty(tmp_path / "w.duckdb", shipped=True), limits) as served:
         handle = start(served, "127.0.0.1", 0)
         held = [psycopg.connect(dsn(handle.port)) for _ in range(2)]
         try:

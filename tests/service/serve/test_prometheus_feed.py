@@ -26,7 +26,7 @@ import pytest
 from tests.conftest import run_wanka
 from tests.exporter import Exporter
 from tests.service.serve.test_server_faults import PW, free_port, query, serving
-from warehouse.kernel.engine import Engine
+from tests.warehouses import Warehouses
 from warehouse.remote_write.labels import rebuild
 
 pytestmark = [
@@ -39,10 +39,8 @@ Key = tuple[tuple[tuple[str, str], ...], int]
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "feed.duckdb"
-    with Engine(str(path)):
-        pass
+def db(tmp_path: Path, warehouses: Warehouses) -> Path:
+    path = warehouses.empty(tmp_path / "feed.duckdb", shipped=True)
     for name, role in (("ada", "admin"), (WRITER, "writer")):
         added = run_wanka(
             "--db", str(path), "user", "add", name, "--role", role, "--password-stdin", input=PW

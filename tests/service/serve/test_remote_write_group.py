@@ -10,6 +10,7 @@ import pytest
 
 from service.serve.remote_write import GroupCommit
 from tests.warehouse.remote_write.support import body, dcgm_labels
+from tests.warehouses import Warehouses
 from warehouse.ingest.batch import read_context
 from warehouse.ingest.models import ModelNames
 from warehouse.kernel.engine import Engine
@@ -32,49 +33,51 @@ def requests(eng: Engine, count: int, metric: str = "DCGM_FI_DEV_GPU_UTIL") -> l
     ]
 
 
-def test_concurrent_requests_are_stored_once_each() -> None:
-    eng = Engine(":memory:")
-    transactions: list[int] = []
+def test_concurrent_requests_are_stored_once_each(warehouses: Warehouses) -> None:
+    with warehouses.engine() as eng:
+        transactions: list[int] = []
 
-    def write(rows: Decoded) -> Appended:
-        transactions.append(rows.requests)
-        return append(eng.cursor(), rows)
+        def write(rows: Decoded) -> Appended:
+            transactions.append(rows.requests)
+            return append(eng.cursor(), rows)
 
-    group = GroupCommit(write)
-    sent = requests(eng, 40)
-    with ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(lambda r: group.submit(r).result(timeout=60), sent + sent))
-    group.close()
-    assert all(isinstance(a, Appended) for a in answers)
-    assert eng.con.execute("SELECT count(*) FROM gpu_metrics").fetchall() == [(40 * 50,)]
-    assert sum(transactions) == 80  # every request stored in some transaction
-    assert len(transactions) < 80  # and some shared one
-
-
-def test_a_request_that_cannot_be_stored_fails_alone() -> None:
-    eng = Engine(":memory:")
-    sent = requests(eng, 6)
-    poisoned = requests(eng, 1, "DCGM_POISON")[0]
-    sent.insert(3, poisoned)
-
-    def write(rows: Decoded) -> Appended:
-        if "DCGM_POISON" in rows.series["metric"].to_pylist():
-            raise RuntimeError("disk full")  # any transaction holding the poisoned one fails
-        return append(eng.cursor(), rows)
-
-    group = GroupCommit(write)
-    futures = [group.submit(rows) for rows in sent]
-    for rows, done in zip(sent, futures, strict=True):
-        if rows is poisoned:
-            with pytest.raises(RuntimeError, match="disk full"):
-                done.result(timeout=60)
-        else:
-            assert isinstance(done.result(timeout=60), Appended)
-    group.close()
-    assert eng.con.execute("SELECT count(*) FROM gpu_metrics").fetchall() == [(6 * 50,)]
+        group = GroupCommit(write)
+        sent = requests(eng, 40)
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda r: group.submit(r).result(timeout=60), sent + sent))
+        group.close()
+        assert all(isinstance(a, Appended) for a in answers)
+        assert eng.con.execute("SELECT count(*) FROM gpu_metrics").fetchall() == [(40 * 50,)]
+        assert sum(transactions) == 80  # every request stored in some transaction
+        assert len(transactions) < 80  # and some shared one
 
 
-def test_the_first_requests_arriving_together_all_store(tmp_path: object) -> None:
+def test_a_request_that_cannot_be_stored_fails_alone(warehouses: Warehouses) -> None:
+    with warehouses.engine() as eng:
+        sent = requests(eng, 6)
+        poisoned = requests(eng, 1, "DCGM_POISON")[0]
+        sent.insert(3, poisoned)
+
+        def write(rows: Decoded) -> Appended:
+            if "DCGM_POISON" in rows.series["metric"].to_pylist():
+                raise RuntimeError("disk full")  # any transaction holding the poisoned one fails
+            return append(eng.cursor(), rows)
+
+        group = GroupCommit(write)
+        futures = [group.submit(rows) for rows in sent]
+        for rows, done in zip(sent, futures, strict=True):
+            if rows is poisoned:
+                with pytest.raises(RuntimeError, match="disk full"):
+                    done.result(timeout=60)
+            else:
+                assert isinstance(done.result(timeout=60), Appended)
+        group.close()
+        assert eng.con.execute("SELECT count(*) FROM gpu_metrics").fetchall() == [(6 * 50,)]
+
+
+def test_the_first_requests_arriving_together_all_store(
+    tmp_path: object, warehouses: Warehouses
+) -> None:
     """A fresh server's first requests come one per Prometheus shard at once: the series cache
     and the group commit are set up once, and every request is stored (was: 500s)."""
     from pathlib import Path
@@ -82,7 +85,7 @@ def test_the_first_requests_arriving_together_all_store(tmp_path: object) -> Non
     from service.serve.server import Server
     from warehouse.security.users import User
 
-    path = Path(str(tmp_path)) / "first.duckdb"
+    path = warehouses.empty(Path(str(tmp_path)) / "first.duckdb", shipped=True)
     with Server(str(path)) as server:
         writer = User("prom", "writer")
         bodies = [

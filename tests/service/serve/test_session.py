@@ -9,6 +9,7 @@ import pytest
 
 from service.serve.server import Limits, Server
 from service.serve.session import QueryTimeout
+from tests.warehouses import Warehouses
 from warehouse.errors import UserError
 from warehouse.security.policy import Refused
 from warehouse.security.users import User, add_user
@@ -17,8 +18,9 @@ SLOW = "SELECT sum(hash(a.range * b.range)) FROM range(200000) a, range(200000) 
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    with Server(":memory:", limits=Limits(timeout_s=30, max_rows_json=1000)) as served:
+def server(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[Server]:
+    path = warehouses.empty(tmp_path_factory.mktemp("session") / "w.duckdb", shipped=True)
+    with Server(str(path), limits=Limits(timeout_s=30, max_rows_json=1000)) as served:
         cur = served.engine.cursor()
         for role in ("reader", "writer", "admin"):
             add_user(cur, role, role, "pw")

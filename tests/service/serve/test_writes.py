@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from service.serve.server import Limits, Server
 from service.serve.writes import WriterBusy
+from tests.warehouses import Warehouses
 from warehouse.dynamic.history import RefreshResult
 from warehouse.security.users import User
 
@@ -28,8 +30,9 @@ INSERT = (
 
 
 @pytest.fixture
-def server() -> Iterator[Server]:
-    with Server(":memory:", limits=Limits(timeout_s=0.5)) as served:
+def server(tmp_path: Path, warehouses: Warehouses) -> Iterator[Server]:
+    path = warehouses.empty(tmp_path / "w.duckdb", shipped=True)
+    with Server(str(path), limits=Limits(timeout_s=0.5)) as served:
         with served.session(ADMIN) as session:
             session.run(INSERT, [10])
             session.run(ROLLUP).reader.read_all()

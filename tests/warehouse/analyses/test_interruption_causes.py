@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.warehouses import Warehouses
 from udfs.reliability import gpu_mtbf_h
 from warehouse.analyses import run_analysis_table
 from warehouse.kernel.engine import Engine
@@ -128,9 +129,9 @@ def llama3_events(seed: int = 54) -> tuple[list[Event], list[Xid]]:
 
 
 @pytest.fixture(scope="module")
-def llama3() -> Iterator[Engine]:
+def llama3(warehouses: Warehouses) -> Iterator[Engine]:
     """2,048 8-GPU hosts, one job on all of them for the 54 days, and the events."""
-    with Engine(":memory:") as engine:
+    with warehouses.engine() as engine:
         con = engine.con
         con.executemany(
             "INSERT INTO nodes (host, cluster, gpu_model, gpus) VALUES (?, 'rsc', 'H100', ?)",
@@ -234,9 +235,9 @@ T0 = datetime(2026, 5, 1, 12, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
-def small() -> Iterator[Engine]:
+def small(warehouses: Warehouses) -> Iterator[Engine]:
     """Two 8-GPU hosts; a job runs on h1 all day, h2 is idle."""
-    with Engine(":memory:") as engine:
+    with warehouses.engine() as engine:
         engine.con.execute(
             "INSERT INTO nodes (host, cluster, gpus) VALUES ('h1', 'c', 8), ('h2', 'c', 8)"
         )

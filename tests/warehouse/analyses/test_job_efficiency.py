@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.warehouse.samples import insert_samples, minute
+from tests.warehouses import Warehouses
 from warehouse.analyses import run_analysis_table
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.kernel.engine import Engine
@@ -56,8 +57,8 @@ JOBS = [
 
 
 @pytest.fixture(scope="module")
-def eng() -> Iterator[Engine]:
-    with Engine(":memory:") as engine:
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as engine:
         con = engine.con
         con.execute(
             "INSERT INTO sites (site, pue, price_per_kwh, grid_g_per_kwh) VALUES "

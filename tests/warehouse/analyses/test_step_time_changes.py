@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
+from tests.warehouses import Warehouses
 from warehouse.analyses import analysis_named, run_analysis_table
 from warehouse.analyses.catalog import analyses_folder
 from warehouse.health.evaluate import truth
@@ -37,10 +38,12 @@ def faulty(seed: int, faults: int) -> SimConfig:
     )  # fmt: skip
 
 
-def analysed(cfg: SimConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Any]]:
+def analysed(
+    warehouses: Warehouses, cfg: SimConfig
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Any]]:
     """The cluster's step_time_changes and stragglers rows, and its slow_gpu faults."""
     cluster = simulate_cluster(cfg)
-    with Engine(":memory:") as engine:
+    with warehouses.engine() as engine:
         cur = engine.cursor()
         insert_arrow(cur, "job_events", cluster.job_events)
         for batch in cluster.telemetry_batches():
@@ -53,8 +56,10 @@ def analysed(cfg: SimConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
 
 
 @pytest.mark.parametrize("seed", [1, 3])
-def test_every_slow_gpu_shows_as_its_jobs_step_time_change(seed: int) -> None:
-    changes, stragglers, slow = analysed(faulty(seed, faults=3))
+def test_every_slow_gpu_shows_as_its_jobs_step_time_change(
+    warehouses: Warehouses, seed: int
+) -> None:
+    changes, stragglers, slow = analysed(warehouses, faulty(seed, faults=3))
     assert len(slow) == 3  # every fault's job is a multi-node Slurm job, which logs step times
     assert sorted(r["job_id"] for r in changes) == sorted(f["job_id"] for f in slow)
     for fault in slow:
@@ -70,8 +75,8 @@ def test_every_slow_gpu_shows_as_its_jobs_step_time_change(seed: int) -> None:
         assert row["gpu_slower_pct"] == gpu["slower_pct"]  # the stragglers analysis's own run
 
 
-def test_without_faults_no_job_changes() -> None:
-    changes, stragglers, slow = analysed(faulty(1, faults=0))
+def test_without_faults_no_job_changes(warehouses: Warehouses) -> None:
+    changes, stragglers, slow = analysed(warehouses, faulty(1, faults=0))
     assert (changes, stragglers, slow) == ([], [], [])
 
 
@@ -91,8 +96,8 @@ BASE_S = 2.0
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    with Engine(":memory:") as eng:
+def engine(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as eng:
         yield eng
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 
@@ -42,8 +43,8 @@ def _refresh(eng: Engine, name: str) -> dict[str, object]:
         cur.close()
 
 
-def test_a_rollup_of_a_rollup_refreshes_incrementally() -> None:
-    with Engine(":memory:") as eng:
+def test_a_rollup_of_a_rollup_refreshes_incrementally(warehouses: Warehouses) -> None:
+    with warehouses.engine() as eng:
         _insert(eng, 0, 500)
         cur = eng.cursor()
         execute(cur, HOURLY).read_all()
@@ -62,8 +63,8 @@ def test_a_rollup_of_a_rollup_refreshes_incrementally() -> None:
         cur.close()
 
 
-def test_dropping_the_chain_drops_its_log() -> None:
-    with Engine(":memory:") as eng:
+def test_dropping_the_chain_drops_its_log(warehouses: Warehouses) -> None:
+    with warehouses.engine() as eng:
         _insert(eng, 0, 10)
         cur = eng.cursor()
         execute(cur, HOURLY).read_all()
@@ -79,8 +80,8 @@ def test_dropping_the_chain_drops_its_log() -> None:
         cur.close()
 
 
-def test_a_projection_of_a_dynamic_table_is_full_and_says_why() -> None:
-    with Engine(":memory:") as eng:
+def test_a_projection_of_a_dynamic_table_is_full_and_says_why(warehouses: Warehouses) -> None:
+    with warehouses.engine() as eng:
         cur = eng.cursor()
         execute(cur, HOURLY).read_all()
         made = execute(
@@ -94,8 +95,8 @@ def test_a_projection_of_a_dynamic_table_is_full_and_says_why() -> None:
         cur.close()
 
 
-def test_a_reference_reload_makes_the_next_refresh_full(tmp_path: Path) -> None:
-    db = str(tmp_path / "w.duckdb")
+def test_a_reference_reload_makes_the_next_refresh_full(fresh_db: Path) -> None:
+    db = str(fresh_db)
     with Engine(db) as eng:
         eng.con.execute("INSERT INTO nodes (host, gpu_model) VALUES ('h0', 'H100'), ('h1', 'A100')")
         _insert(eng, 0, 30)

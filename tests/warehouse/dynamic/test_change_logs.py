@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 
@@ -10,8 +11,8 @@ def logged(eng: Engine) -> int:
     return int(eng.con.sql('SELECT count(*) FROM wanka."changes_nodes"').fetchall()[0][0])
 
 
-def test_nothing_is_copied_for_a_table_no_dynamic_table_reads() -> None:
-    with Engine(":memory:") as eng:
+def test_nothing_is_copied_for_a_table_no_dynamic_table_reads(warehouses: Warehouses) -> None:
+    with warehouses.engine() as eng:
         eng.con.execute(
             "INSERT INTO nodes (host, cluster, gpus) VALUES ('a', 'c1', 8), ('b', 'c1', 8)"
         )

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tests.conftest import examples
 from tests.warehouse.dynamic.dimension import place_node
 from tests.warehouse.samples import insert_samples, minute
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 
@@ -75,8 +76,8 @@ step = st.one_of(
 
 
 @pytest.fixture(scope="module")
-def eng() -> Iterator[Engine]:
-    with Engine(":memory:") as engine:
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as engine:
         yield engine
 
 

@@ -7,6 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 
@@ -41,8 +42,8 @@ def snapshot(eng: Engine, sql: str) -> list[tuple[object, ...]]:
     return sorted(eng.con.sql(sql).fetchall(), key=repr)
 
 
-def test_killed_refresh_leaves_previous_state(db_path: Path) -> None:
-    with Engine(str(db_path)) as eng:
+def test_killed_refresh_leaves_previous_state(db_path: Path, warehouses: Warehouses) -> None:
+    with Engine(str(warehouses.empty(db_path))) as eng:
         execute(eng.con, SEED.format(hosts=3)).read_all()
         cur = eng.cursor()
         execute(cur, f"CREATE DYNAMIC TABLE hh WITH (freshness = '1 hour') AS {ROLLUP}").read_all()

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.warehouse.dynamic.golden import Case, load_cases
+from tests.warehouses import Warehouses
 from warehouse.dynamic.plan import Aggregate, Append, Full, Groups, Plan, parse_select, plan_query
 from warehouse.dynamic.plan.kinds import VERSION, Recompute, from_json, to_json
 from warehouse.kernel.engine import Engine
@@ -23,8 +24,8 @@ CASES = load_cases("plan.sql")
 
 
 @pytest.fixture(scope="module")
-def eng() -> Iterator[Engine]:
-    with Engine(":memory:") as engine:
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as engine:
         execute(
             engine.con,
             "INSERT INTO gpu_metrics (ts, host, metric, value) "

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from tests.warehouses import Warehouses
 from warehouse.dynamic import history
 from warehouse.dynamic.history import RefreshResult
-from warehouse.kernel.engine import Engine
 
 
-def test_finished_at_is_when_the_refresh_ended() -> None:
-    with Engine(":memory:") as eng:
+def test_finished_at_is_when_the_refresh_ended(warehouses: Warehouses) -> None:
+    with warehouses.engine() as eng:
         cur = eng.cursor()
         cur.execute("BEGIN TRANSACTION")
         started = cur.execute("SELECT now()").fetchall()[0][0]

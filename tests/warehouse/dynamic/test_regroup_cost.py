@@ -39,8 +39,8 @@ def same_as_query(eng: Engine, query: str) -> bool:
 
 
 @pytest.fixture
-def eng(db_path: Path) -> Engine:
-    engine = Engine(str(db_path))
+def eng(fresh_db: Path) -> Engine:
+    engine = Engine(str(fresh_db))
     execute(engine.con, SEED).read_all()
     return engine
 

@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from tests.conftest import run_wanka
+from tests.warehouses import Warehouses
 from warehouse.dynamic.history import RefreshResult
 from warehouse.dynamic.schedule import Failed, Skipped, backoff, run_due
 from warehouse.errors import WankaError
@@ -32,8 +33,8 @@ T0 = datetime.now(UTC).replace(microsecond=0) + timedelta(days=1)
 
 
 @pytest.fixture
-def cur(db_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    with Engine(str(db_path)) as eng:
+def cur(fresh_db: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    with Engine(str(fresh_db)) as eng:
         execute(eng.con, SEED).read_all()
         cursor = eng.cursor()
         try:
@@ -188,8 +189,8 @@ def test_backoff_doubles_up_to_an_hour() -> None:
     ]
 
 
-def test_wanka_refresh_prints_one_line_per_table(db_path: Path) -> None:
-    with Engine(str(db_path)) as eng:
+def test_wanka_refresh_prints_one_line_per_table(db_path: Path, warehouses: Warehouses) -> None:
+    with Engine(str(warehouses.empty(db_path))) as eng:
         execute(eng.con, SEED).read_all()
         cur = eng.cursor()
         create(cur, "good", "5 minutes", "SELECT host, count(*) AS n FROM gpu_metrics GROUP BY ALL")

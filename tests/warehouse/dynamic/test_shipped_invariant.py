@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tests.conftest import examples
 from tests.warehouse.dynamic.dimension import place_node
 from tests.warehouse.samples import insert_samples, minute
+from tests.warehouses import Warehouses
 from warehouse.dynamic.shipped import in_creation_order, install_shipped, shipped_folder
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
@@ -63,8 +64,8 @@ step = st.one_of(
 
 
 @pytest.fixture(scope="module")
-def eng() -> Iterator[Engine]:
-    with Engine(":memory:") as engine:
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as engine:
         install_shipped(engine)
         yield engine
 

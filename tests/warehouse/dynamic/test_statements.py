@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_wanka
+from tests.warehouses import Warehouses
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.errors import UserError
 from warehouse.kernel.engine import Engine
@@ -34,8 +35,8 @@ def rows(eng: Engine, sql: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def eng(db_path: Path) -> Engine:
-    engine = Engine(str(db_path))
+def eng(fresh_db: Path) -> Engine:
+    engine = Engine(str(fresh_db))
     execute(engine.con, SEED).read_all()
     return engine
 
@@ -222,8 +223,8 @@ def test_shipped_definitions_install(eng: Engine) -> None:
     }
 
 
-def test_cli_sql_and_refresh(db_path: Path) -> None:
-    Engine(str(db_path)).close()
+def test_cli_sql_and_refresh(db_path: Path, warehouses: Warehouses) -> None:
+    warehouses.empty(db_path)
     db = ["--db", str(db_path)]
     create = run_wanka(
         *db,

@@ -29,8 +29,8 @@ def test_every_case_is_either_sql_or_problems() -> None:
     assert all(bool(c.expected) != bool(c.problems) for c in CASES)
 
 
-def test_create_records_whether_spark_runs_the_table(tmp_path: Path) -> None:
-    with Engine(str(tmp_path / "w.duckdb")) as engine:
+def test_create_records_whether_spark_runs_the_table(fresh_db: Path) -> None:
+    with Engine(str(fresh_db)) as engine:
         cur = engine.cursor()
         for name, query in (
             ("portable", "SELECT host, count(*) AS n FROM gpu_metrics GROUP BY host"),

@@ -17,9 +17,10 @@ from warehouse.simulate import SimConfig, simulate_cluster
 from warehouse.simulate.faults import KINDS
 
 
-def scored(tmp_path: Path, cfg: SimConfig) -> evaluate.Score:
+def scored(db: Path, cfg: SimConfig) -> evaluate.Score:
+    """Load the simulation of `cfg` into the new warehouse `db` and score its findings."""
     cluster = simulate_cluster(cfg)
-    with Engine(str(tmp_path / "w.duckdb")) as engine:
+    with Engine(str(db)) as engine:
         evaluate.load(engine, cluster)
         cur = engine.cursor()
         findings = health.findings(cur)
@@ -38,8 +39,8 @@ def config(seed: int, faults: int) -> SimConfig:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_every_injected_fault_is_found_in_time_and_nothing_else(tmp_path: Path, seed: int) -> None:
-    result = scored(tmp_path, config(seed, faults=3))
+def test_every_injected_fault_is_found_in_time_and_nothing_else(fresh_db: Path, seed: int) -> None:
+    result = scored(fresh_db, config(seed, faults=3))
     table = evaluate.render(result)
     for kind in KINDS:
         k = result.kind(kind)
@@ -50,7 +51,7 @@ def test_every_injected_fault_is_found_in_time_and_nothing_else(tmp_path: Path, 
     assert all(result.confusion[kind].get(kind) == 3 for kind in KINDS), table
 
 
-def test_a_run_without_faults_flags_under_one_percent(tmp_path: Path) -> None:
-    result = scored(tmp_path, config(1, faults=0))
+def test_a_run_without_faults_flags_under_one_percent(fresh_db: Path) -> None:
+    result = scored(fresh_db, config(1, faults=0))
     assert all(k.faults == 0 for k in result.kinds)
     assert result.healthy_flagged / result.gpus < 0.01, evaluate.render(result)

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from service.cli import app
+from tests.warehouses import Warehouses
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.health import findings
 from warehouse.kernel.engine import Engine
@@ -55,8 +56,8 @@ def fleet() -> pa.Table:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = str(Path(tmp_path_factory.mktemp("health")) / "w.duckdb")
+def db(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> str:
+    path = str(warehouses.empty(Path(tmp_path_factory.mktemp("health")) / "w.duckdb"))
     with Engine(path) as eng:
         cur = eng.cursor()
         append(cur, fleet())

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
+from tests.warehouses import Warehouses
 from warehouse.kernel.arrow_tables import insert_arrow
 from warehouse.kernel.catalog import sql_dir
-from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig
 from warehouse.simulate.inventory import Inventory, build_inventory, nodes_table
 from warehouse.simulate.nccl import PLACEMENTS, probe_results
@@ -34,8 +34,8 @@ BadNic = tuple[int, float, float]
 
 
 @pytest.fixture(scope="module")
-def cur() -> Iterator[Any]:
-    with Engine(":memory:") as eng:
+def cur(warehouses: Warehouses) -> Iterator[Any]:
+    with warehouses.engine() as eng:
         cursor = eng.cursor()
         yield cursor
         cursor.close()

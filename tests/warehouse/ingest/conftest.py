@@ -11,6 +11,6 @@ from warehouse.kernel.engine import Engine
 
 
 @pytest.fixture
-def eng(tmp_path: Path) -> Iterator[Engine]:
-    with Engine(str(tmp_path / "w.duckdb")) as engine:
+def eng(fresh_db: Path) -> Iterator[Engine]:
+    with Engine(str(fresh_db)) as engine:
         yield engine

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
+from tests.warehouses import Warehouses
 from warehouse.errors import UserError
 from warehouse.ingest import ReadOptions, ingest, ingest_stream
 from warehouse.kernel.engine import Engine
@@ -28,8 +29,8 @@ def count(eng: Engine, sql: str) -> int:
 
 
 @pytest.fixture
-def eng(db_path: Path) -> Iterator[Engine]:
-    with Engine(str(db_path)) as engine:
+def eng(fresh_db: Path) -> Iterator[Engine]:
+    with Engine(str(fresh_db)) as engine:
         yield engine
 
 
@@ -174,8 +175,10 @@ KILLER = textwrap.dedent(
 )
 
 
-def test_killed_ingest_leaves_no_partial_batch(db_path: Path, tmp_path: Path) -> None:
-    Engine(str(db_path)).close()
+def test_killed_ingest_leaves_no_partial_batch(
+    db_path: Path, tmp_path: Path, warehouses: Warehouses
+) -> None:
+    warehouses.empty(db_path)
     path = tmp_path / "big.csv"
     path.write_text("host,gpus\n" + "".join(f"host{i:05d},8\n" for i in range(2000)))
     done = subprocess.run([sys.executable, "-c", KILLER, str(db_path), str(path)], timeout=120)
@@ -200,14 +203,14 @@ def test_killed_ingest_leaves_no_partial_batch(db_path: Path, tmp_path: Path) ->
     )
 )
 def test_ingest_twice_equals_ingest_once(
-    tmp_path_factory: pytest.TempPathFactory, hosts: list[tuple[str, int]]
+    tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses, hosts: list[tuple[str, int]]
 ) -> None:
     folder = tmp_path_factory.mktemp("twice")
     path = folder / "inv.csv"
     path.write_text("host,gpus\n" + "".join(f"{h},{g}\n" for h, g in hosts))
     snapshots = []
     for forced in (False, True):
-        with Engine(":memory:") as eng:
+        with warehouses.engine() as eng:
             ingest(eng, "inventory", [str(path)])
             ingest(eng, "inventory", [str(path)], force=forced)
             snapshots.append(eng.con.sql("SELECT host, gpus FROM nodes ORDER BY ALL").fetchall())

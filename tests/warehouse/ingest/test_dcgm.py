@@ -7,7 +7,6 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from tests.warehouses import Warehouses
 from warehouse.errors import UserError
 from warehouse.ingest import ReadOptions, dcgm, ingest
 from warehouse.ingest.promblock import BlockParser
@@ -54,12 +54,6 @@ CORNERS = "\n".join(
         'DCGM_FI_DEV_GPU_TEMP{gpu="x7",Hostname="n1"} 41 1700000000000\r',  # 19: CRLF
     ]
 )
-
-
-@pytest.fixture
-def eng(tmp_path: Path) -> Iterator[Engine]:
-    with Engine(str(tmp_path / "w.duckdb")) as engine:
-        yield engine
 
 
 def write(tmp_path: Path, text: str | bytes, name: str = "scrape.prom") -> Path:
@@ -143,13 +137,13 @@ def test_nothing_readable_is_an_error_and_stores_nothing(eng: Engine, tmp_path: 
 
 
 def test_gzip_bom_and_tiny_blocks_give_the_same_rows(
-    eng: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    eng: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warehouses: Warehouses
 ) -> None:
     ingest(eng, "dcgm", [str(write(tmp_path, CORNERS))])
     expected, expected_rejects = rows(eng), rejects(eng)
     monkeypatch.setattr(dcgm, "BLOCK_BYTES", 40)  # shorter than most lines: buffers grow
     zipped = write(tmp_path, gzip.compress(b"\xef\xbb\xbf" + CORNERS.encode()), "scrape.prom.gz")
-    with Engine(str(tmp_path / "other.duckdb")) as other:
+    with Engine(str(warehouses.empty(tmp_path / "other.duckdb"))) as other:
         [result] = ingest(other, "dcgm", [str(zipped)])
         assert result.total_rows == 8
         assert _same(rows(other), expected) and rejects(other) == expected_rejects

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from service.commands.common import shared_data
 from tests.conftest import Draw, examples
 from tests.warehouse.ingest.test_nccl import ALL_REDUCE
+from tests.warehouses import Warehouses
 from warehouse.errors import UserError
 from warehouse.ingest import ReadOptions, ingest
 from warehouse.kernel.engine import Engine
@@ -54,8 +55,8 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def eng() -> Iterator[Engine]:
-    with Engine(":memory:") as engine:
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as engine:
         yield engine
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,12 +90,6 @@ ALLTOALL = """\
 # Avg bus bandwidth    : 143.09
 #
 """  # noqa: E501
-
-
-@pytest.fixture
-def eng(tmp_path: Path) -> Iterator[Engine]:
-    with Engine(str(tmp_path / "w.duckdb")) as engine:
-        yield engine
 
 
 def load(eng: Engine, folder: Path, text: str, name: str, **opts: Any) -> IngestResult:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,12 +22,6 @@ ROWS = [
     "2025/01/10 18:33:53.123, NVIDIA H100 80GB HBM3, 0, GPU-a, 100 %, 143771 MiB, 627.40 W",
     "2025/01/10 18:33:53.123, NVIDIA H100 80GB HBM3, 1, GPU-b, 3 %, 0 MiB, [N/A]",
 ]
-
-
-@pytest.fixture
-def eng(tmp_path: Path) -> Iterator[Engine]:
-    with Engine(str(tmp_path / "w.duckdb")) as engine:
-        yield engine
 
 
 def write(tmp_path: Path, lines: list[str], name: str = "node7.csv") -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,12 +18,6 @@ HEADER = (
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
     "deletion_time,scheduled_time"
 )
-
-
-@pytest.fixture
-def eng(tmp_path: Path) -> Iterator[Engine]:
-    with Engine(str(tmp_path / "w.duckdb")) as engine:
-        yield engine
 
 
 def load(

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import examples
 from tests.warehouse.ingest.sacct_support import load, rows
+from tests.warehouses import Warehouses
 from warehouse.ingest import ingest
 from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, simulate_cluster, write_formats
@@ -29,15 +30,11 @@ _lines = st.tuples(
 )
 
 
-@pytest.fixture
-def eng(tmp_path: Path) -> Iterator[Engine]:
-    with Engine(str(tmp_path / "w.duckdb")) as engine:
-        yield engine
-
-
 @pytest.fixture(scope="module")
-def shared_eng(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    with Engine(str(tmp_path_factory.mktemp("prop") / "w.duckdb")) as engine:
+def shared_eng(
+    tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses
+) -> Iterator[Engine]:
+    with Engine(str(warehouses.empty(tmp_path_factory.mktemp("prop") / "w.duckdb"))) as engine:
         yield engine
 
 

@@ -28,7 +28,6 @@ to 24.05; src/stepmgr/gres_stepmgr.c since). Its lines:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -49,12 +48,6 @@ LINES = CAPTURE.read_text(encoding="utf-8").splitlines()
 
 def utc(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-@pytest.fixture
-def eng() -> Iterator[Engine]:
-    with Engine(":memory:") as engine:
-        yield engine
 
 
 def load(

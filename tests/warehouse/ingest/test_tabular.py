@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,12 +11,6 @@ import pytest
 from warehouse.errors import UserError
 from warehouse.ingest import ReadOptions, ingest
 from warehouse.kernel.engine import Engine
-
-
-@pytest.fixture
-def eng() -> Iterator[Engine]:
-    with Engine(":memory:") as engine:
-        yield engine
 
 
 def test_alibaba_node_list_with_its_own_column_names(eng: Engine, shared_data: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,12 +13,6 @@ from warehouse.ingest import ReadOptions, ingest
 from warehouse.kernel.engine import Engine
 
 PHILLY = "timestamp,duration,num_gpus,gpu_time,cluster\n"
-
-
-@pytest.fixture
-def eng(tmp_path: Path) -> Iterator[Engine]:
-    with Engine(str(tmp_path / "w.duckdb")) as engine:
-        yield engine
 
 
 def rows(eng: Engine, sql: str) -> list[tuple[Any, ...]]:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.warehouse.samples import insert_samples, minute
+from tests.warehouses import Warehouses
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.jobs import attribution
 from warehouse.kernel.engine import Engine
@@ -16,8 +17,8 @@ UTIL = "DCGM_FI_DEV_GPU_UTIL"
 
 
 @pytest.fixture
-def eng() -> Iterator[Engine]:
-    with Engine(":memory:") as engine:
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as engine:
         yield engine
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import run_wanka
 from tests.warehouse.samples import insert_samples, minute
+from tests.warehouses import Warehouses
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.jobs import stats
 from warehouse.kernel.engine import Engine
@@ -42,8 +43,8 @@ def build(eng: Engine) -> None:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("jobstats") / "w.duckdb"
+def db(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Path:
+    path = warehouses.empty(tmp_path_factory.mktemp("jobstats") / "w.duckdb")
     with Engine(str(path)) as eng:
         build(eng)
     return path

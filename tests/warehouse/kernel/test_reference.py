@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 
 REPO = Path(__file__).resolve().parents[3]
@@ -33,8 +34,8 @@ REQUIRED_NICS = {"ConnectX-6", "ConnectX-7", "25GbE", "100GbE"}
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    with Engine(":memory:") as eng:
+def engine(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as eng:
         yield eng
 
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests.warehouses import Warehouses
 from warehouse.kernel import catalog, tables
-from warehouse.kernel.engine import Engine
 from warehouse.tsdb import relations
 
 
 @pytest.fixture(scope="module")
-def con() -> Iterator[duckdb.DuckDBPyConnection]:
-    with Engine(":memory:") as engine:
+def con(warehouses: Warehouses) -> Iterator[duckdb.DuckDBPyConnection]:
+    with warehouses.engine() as engine:
         yield engine.con
 
 

@@ -10,6 +10,7 @@ import duckdb
 import pytest
 import sqlglot
 
+from tests.warehouses import Warehouses
 from warehouse.errors import UserError
 from warehouse.kernel.engine import Engine
 from warehouse.parsing.reads import explained
@@ -20,10 +21,9 @@ from warehouse.security.users import User
 
 
 @pytest.fixture(scope="module")
-def eng() -> Iterator[Engine]:
-    engine = Engine(":memory:")
-    yield engine
-    engine.close()
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as engine:
+        yield engine
 
 
 @pytest.fixture

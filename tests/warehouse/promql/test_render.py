@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.promql import evaluate, render
 
 
 @pytest.fixture(scope="module")
-def eng(tmp_path_factory: pytest.TempPathFactory) -> Engine:
-    return Engine(str(Path(tmp_path_factory.mktemp("render")) / "w.duckdb"))
+def eng(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Engine:
+    return Engine(str(warehouses.empty(Path(tmp_path_factory.mktemp("render")) / "w.duckdb")))
 
 
 VALUES = ["1e-7", "0.00012345", "1e21", "1.5e16", "123456789.0", "0.1", "-0", "+Inf", "-Inf",

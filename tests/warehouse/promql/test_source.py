@@ -8,14 +8,15 @@ from pathlib import Path
 import pytest
 
 from tests.warehouse.promql import reference as ref
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.promql import source
 from warehouse.promql.plan import text
 
 
 @pytest.fixture(scope="module")
-def eng(tmp_path_factory: pytest.TempPathFactory) -> Engine:
-    engine = Engine(str(Path(tmp_path_factory.mktemp("source")) / "w.duckdb"))
+def eng(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Engine:
+    engine = Engine(str(warehouses.empty(Path(tmp_path_factory.mktemp("source")) / "w.duckdb")))
     series = dict(ref.cluster())
     # no Hostname: the host comes from `instance`; an empty label; no gpu or UUID
     odd: dict[ref.Labels, ref.Samples] = {

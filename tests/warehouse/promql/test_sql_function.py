@@ -16,6 +16,7 @@ import pytest
 
 from service.serve.server import Server
 from tests.warehouse.promql import reference as ref
+from tests.warehouses import Warehouses
 from warehouse.errors import UserError
 from warehouse.promql import evaluate, render, sql_function
 from warehouse.query import executor
@@ -31,8 +32,8 @@ PASSWORD = "s3cret-pw"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    path = Path(tmp_path_factory.mktemp("promsql")) / "w.duckdb"
+def server(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[Server]:
+    path = warehouses.empty(Path(tmp_path_factory.mktemp("promsql")) / "w.duckdb", shipped=True)
     with Server(str(path)) as served:
         ref.load_wanka(served.engine, ref.cluster())
         cur = served.engine.cursor()

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.warehouse.promql import reference as ref
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.promql import evaluate, render
 from warehouse.promql.plan import PromQLError
@@ -32,10 +33,12 @@ def expressions() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def both(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ref.Reference, Engine]]:
+def both(
+    tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses
+) -> Iterator[tuple[ref.Reference, Engine]]:
     folder = tmp_path_factory.mktemp("promql")
     series = ref.cluster()
-    eng = Engine(str(folder / "wanka.duckdb"))
+    eng = Engine(str(warehouses.empty(folder / "wanka.duckdb")))
     ref.load_wanka(eng, series)
     for prometheus in ref.start(folder, series):
         yield prometheus, eng

@@ -9,8 +9,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from tests.warehouses import Warehouses
 from warehouse.errors import UserError
-from warehouse.kernel.engine import Engine
 from warehouse.query import executor as query
 
 QUERIES: list[tuple[str, Any]] = [
@@ -32,8 +32,8 @@ QUERIES: list[tuple[str, Any]] = [
 
 
 @pytest.fixture(scope="module")
-def cur() -> Iterator[duckdb.DuckDBPyConnection]:
-    with Engine(":memory:") as engine:
+def cur(warehouses: Warehouses) -> Iterator[duckdb.DuckDBPyConnection]:
+    with warehouses.engine() as engine:
         engine.con.execute("INSERT INTO nodes (host, cluster) VALUES ('a', 'c'), ('b', 'c')")
         cursor = engine.cursor()
         yield cursor

@@ -9,15 +9,15 @@ from typing import Any
 import duckdb
 import pytest
 
-from warehouse.kernel.engine import Engine
+from tests.warehouses import Warehouses
 from warehouse.query import executor, prepared
 
 _unique = itertools.count()
 
 
 @pytest.fixture
-def cur() -> Iterator[duckdb.DuckDBPyConnection]:
-    with Engine(":memory:") as engine:
+def cur(warehouses: Warehouses) -> Iterator[duckdb.DuckDBPyConnection]:
+    with warehouses.engine() as engine:
         cursor = engine.cursor()
         yield cursor
         cursor.close()
@@ -103,11 +103,13 @@ def test_each_cursor_keeps_at_most_per_cursor_statements(
     assert cur.execute(f"EXECUTE {names[2]}").fetchall() == [(2,)]
 
 
-def test_names_follow_the_cursor_not_its_address(cur: duckdb.DuckDBPyConnection) -> None:
+def test_names_follow_the_cursor_not_its_address(
+    warehouses: Warehouses, cur: duckdb.DuckDBPyConnection
+) -> None:
     """A new cursor in a closed one's memory (same id()) has none of its prepared statements."""
     import gc
 
-    with Engine(":memory:") as engine:
+    with warehouses.engine() as engine:
         sql = fresh("SELECT 5 AS five")
         reused = False
         for _ in range(50):

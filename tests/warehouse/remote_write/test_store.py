@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import examples
 from tests.warehouse.remote_write.support import STALE, body, dcgm_labels, scrape
+from tests.warehouses import Warehouses
 from warehouse.ingest.batch import read_context
 from warehouse.ingest.models import ModelNames
 from warehouse.kernel.engine import Engine
@@ -23,8 +25,9 @@ METRICS = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"]
 
 
 @pytest.fixture
-def eng() -> Engine:
-    return Engine(":memory:")
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as engine:
+        yield engine
 
 
 def cache_of(eng: Engine) -> SeriesCache:
@@ -116,26 +119,26 @@ def test_a_series_the_cache_knows_ends_with_its_labels(eng: Engine) -> None:
     split=st.integers(1, 5),
 )
 def test_any_regrouping_of_deliveries_stores_each_sample_once(
-    picks: list[tuple[int, int, int, float]], split: int
+    warehouses: Warehouses, picks: list[tuple[int, int, int, float]], split: int
 ) -> None:
     """Samples sent in any grouping, some groups twice, store as the set of distinct
     (series, ts), each with a value that was sent for it."""
-    eng = Engine(":memory:")
-    cache = cache_of(eng)
-    entries = [(dcgm_labels(h, g, METRICS[0]), [(NOW + k * 15_000, v)]) for h, g, k, v in picks]
-    groups = [entries[i::split] for i in range(split)]
-    decoded = [decode(body(g), cache, Limits()) for g in groups if g]
-    append(eng.cursor(), merge(decoded[:2]))
-    for part in decoded:
-        append(eng.cursor(), part)
-    sent: dict[tuple[str, int, object], set[float]] = {}
-    for h, g, k, v in picks:
-        sent.setdefault((f"node{h:03d}", g, k), set()).add(v)
-    stored = eng.con.execute(
-        f"SELECT host, gpu, (epoch_ms(ts) - {NOW}) // 15000, value FROM gpu_metrics"
-    ).fetchall()
-    assert all(v in sent[(h, g, k)] for h, g, k, v in stored)
-    assert counts(eng)[0] == len({(h, g, k) for h, g, k, _ in picks})
+    with warehouses.engine() as eng:
+        cache = cache_of(eng)
+        entries = [(dcgm_labels(h, g, METRICS[0]), [(NOW + k * 15_000, v)]) for h, g, k, v in picks]
+        groups = [entries[i::split] for i in range(split)]
+        decoded = [decode(body(g), cache, Limits()) for g in groups if g]
+        append(eng.cursor(), merge(decoded[:2]))
+        for part in decoded:
+            append(eng.cursor(), part)
+        sent: dict[tuple[str, int, object], set[float]] = {}
+        for h, g, k, v in picks:
+            sent.setdefault((f"node{h:03d}", g, k), set()).add(v)
+        stored = eng.con.execute(
+            f"SELECT host, gpu, (epoch_ms(ts) - {NOW}) // 15000, value FROM gpu_metrics"
+        ).fetchall()
+        assert all(v in sent[(h, g, k)] for h, g, k, v in stored)
+        assert counts(eng)[0] == len({(h, g, k) for h, g, k, _ in picks})
 
 
 def test_bad_requests_say_what_is_wrong(eng: Engine) -> None:

@@ -10,8 +10,8 @@ import duckdb
 import pytest
 
 from tests.exporter import FIELDS, Exporter
+from tests.warehouses import Warehouses
 from warehouse.ingest.models import ModelNames
-from warehouse.kernel.engine import Engine
 from warehouse.scrape.exposition import BadScrape, parse
 from warehouse.scrape.scraper import Scraper
 from warehouse.scrape.store import store_round
@@ -20,8 +20,8 @@ from warehouse.scrape.targets import parse as targets_of
 
 
 @pytest.fixture
-def cur() -> Iterator[duckdb.DuckDBPyConnection]:
-    with Engine(":memory:") as engine:
+def cur(warehouses: Warehouses) -> Iterator[duckdb.DuckDBPyConnection]:
+    with warehouses.engine() as engine:
         cursor = engine.cursor()
         yield cursor
         cursor.close()

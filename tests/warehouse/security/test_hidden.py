@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from service.serve.server import Limits, Server
+from tests.warehouses import Warehouses
 from warehouse.security.policy import Refused
 from warehouse.security.users import User, add_user
 
@@ -32,8 +33,9 @@ SECRETS = ("'users'", "'tokens'", "wanka.users", "stored_key", "server_key", "to
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    with Server(":memory:", limits=Limits(timeout_s=30)) as served:
+def server(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[Server]:
+    path = warehouses.empty(tmp_path_factory.mktemp("hidden") / "w.duckdb", shipped=True)
+    with Server(str(path), limits=Limits(timeout_s=30)) as served:
         cur = served.engine.cursor()
         add_user(cur, "reader", "reader", "pw")
         add_user(cur, "admin", "admin", "pw")

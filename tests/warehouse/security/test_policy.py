@@ -9,8 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests.warehouses import Warehouses
 from warehouse.errors import UserError
-from warehouse.kernel.engine import Engine
 from warehouse.security.policy import Refused, authorize
 
 CASES = Path(__file__).with_name("policy_cases.sql")
@@ -49,8 +49,8 @@ def load_cases(path: Path = CASES) -> list[Case]:
 
 
 @pytest.fixture(scope="module")
-def cur() -> Iterator[duckdb.DuckDBPyConnection]:
-    with Engine(":memory:") as engine:
+def cur(warehouses: Warehouses) -> Iterator[duckdb.DuckDBPyConnection]:
+    with warehouses.engine() as engine:
         cursor = engine.cursor()
         yield cursor
         cursor.close()

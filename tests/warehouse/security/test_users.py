@@ -8,14 +8,14 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
+from tests.warehouses import Warehouses
 from warehouse.errors import UserError
-from warehouse.kernel.engine import Engine
 from warehouse.security import users
 
 
 @pytest.fixture
-def cur() -> Iterator[duckdb.DuckDBPyConnection]:
-    with Engine(":memory:") as engine:
+def cur(warehouses: Warehouses) -> Iterator[duckdb.DuckDBPyConnection]:
+    with warehouses.engine() as engine:
         cursor = engine.cursor()
         yield cursor
         cursor.close()

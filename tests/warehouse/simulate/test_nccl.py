@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from tests.warehouses import Warehouses
 from udfs.collectives import busbw_factor
 from warehouse.kernel import arrow_tables
-from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, nccl
 from warehouse.simulate.inventory import Inventory, build_inventory
 from warehouse.simulate.nccl import BUSBW_FACTOR, SIZES, host_link_gbs, probe_results
@@ -45,8 +45,10 @@ def runs_of(table: pa.Table) -> dict[str, dict[str, Any]]:
     return out
 
 
-def test_columns_are_nccl_results_as_the_schema_declares_them(probes: pa.Table) -> None:
-    with Engine(":memory:") as eng:
+def test_columns_are_nccl_results_as_the_schema_declares_them(
+    warehouses: Warehouses, probes: pa.Table
+) -> None:
+    with warehouses.engine() as eng:
         declared = arrow_tables.table_schema(eng.con, "nccl_results")
         assert probes.schema.equals(declared)  # batch_id null, as the other simulated tables
         assert probes["batch_id"].null_count == probes.num_rows

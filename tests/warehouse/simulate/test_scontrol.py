@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow.csv as pacsv
 import pytest
 
+from tests.warehouses import Warehouses
 from warehouse.ingest import ingest
 from warehouse.ingest import scontrol_fields as sf
 from warehouse.jobs import hostlist
@@ -36,8 +37,8 @@ def lines(out: Path) -> list[str]:
 
 
 @pytest.fixture
-def eng() -> Iterator[Engine]:
-    with Engine(":memory:") as engine:
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as engine:
         yield engine
 
 

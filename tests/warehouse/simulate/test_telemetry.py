@@ -10,7 +10,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from warehouse.kernel.engine import Engine
+from tests.warehouses import Warehouses
 from warehouse.simulate import SimulatedCluster, simulate_cluster
 from warehouse.simulate.inventory import load_gpu_specs
 from warehouse.simulate.metrics import METRICS
@@ -49,9 +49,11 @@ def test_one_sample_per_gpu_scrape_and_field(small: SimulatedCluster, frame: pl.
     assert frame["ts"].min() == SMALL.start
 
 
-def test_batches_load_into_gpu_metrics_by_name(small: SimulatedCluster) -> None:
+def test_batches_load_into_gpu_metrics_by_name(
+    warehouses: Warehouses, small: SimulatedCluster
+) -> None:
     batch = next(small.telemetry_batches(max_rows=50_000))
-    with Engine(":memory:") as eng:
+    with warehouses.engine() as eng:
         assert set(batch.schema.names) <= set(eng.table_schema("gpu_metrics").names)
         cur = eng.cursor()
         assert append(cur, pa.Table.from_batches([batch])).gpu == len(batch)

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.tsdb.append import append
 from warehouse.tsdb.events import LOOKBACK_S, REPEAT_GAP_S
@@ -32,8 +33,8 @@ Row = tuple[datetime, str, int, str, str, float]
 
 
 @pytest.fixture
-def cur() -> Iterator[Any]:
-    with Engine(":memory:") as eng:
+def cur(warehouses: Warehouses) -> Iterator[Any]:
+    with warehouses.engine() as eng:
         cursor = eng.cursor()
         yield cursor
         cursor.close()
@@ -105,8 +106,8 @@ samples = st.lists(
 
 
 @pytest.fixture(scope="module")
-def shared() -> Iterator[Any]:
-    with Engine(":memory:") as eng:
+def shared(warehouses: Warehouses) -> Iterator[Any]:
+    with warehouses.engine() as eng:
         cursor = eng.cursor()
         yield cursor
         cursor.close()
@@ -165,7 +166,7 @@ def test_a_copy_per_job_at_the_same_time_is_one_event(cur: Any) -> None:
 
 
 def test_an_ingest_in_many_chunks_notes_each_event_once(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    warehouses: Warehouses, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`wanka ingest` stores a file chunk by chunk in one batch: the events are noted once the
     batch is whole, not again with every chunk."""
@@ -178,7 +179,7 @@ def test_an_ingest_in_many_chunks_notes_each_event_once(
         xid = 79 if k in (100, 300) else 0
         lines.append(f'DCGM_FI_DEV_XID_ERRORS{{gpu="0",UUID="GPU-a",Hostname="n1"}} {xid} {ts}')
     text = "\n".join(lines) + "\n"
-    with Engine(str(tmp_path / "w.duckdb")) as eng:
+    with Engine(str(warehouses.empty(tmp_path / "w.duckdb"))) as eng:
         ingest_stream(eng, "dcgm", io.BytesIO(text.encode()), name="x.prom")
         assert eng.cursor().execute(
             "SELECT count(DISTINCT batch_id) FROM gpu_events"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples, run_wanka
+from tests.warehouses import Warehouses
 from warehouse.dynamic import retention as checked
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.errors import UserError
@@ -54,12 +56,12 @@ def _hour(row: tuple[object, ...]) -> datetime:
 
 
 @pytest.fixture
-def eng() -> Engine:
-    engine = Engine(":memory:")
-    engine.con.execute(
-        "INSERT INTO nodes (host, cluster) VALUES ('h0', 'c0'), ('h1', 'c0'), ('h2', 'c1')"
-    )
-    return engine
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as engine:
+        engine.con.execute(
+            "INSERT INTO nodes (host, cluster) VALUES ('h0', 'c0'), ('h1', 'c0'), ('h2', 'c1')"
+        )
+        yield engine
 
 
 def test_a_rule_is_refused_where_it_would_lose_derived_rows_or_cannot_apply(eng: Engine) -> None:
@@ -153,9 +155,9 @@ def _ceil(moment: datetime, width: timedelta) -> datetime:
     step_min=st.sampled_from([7, 13, 37, 61]),
 )
 def test_each_tier_equals_the_raw_recompute_where_raw_rows_are_held_and_never_changes_before(
-    keep_days: int, now_hours: int, later: int, step_min: int
+    warehouses: Warehouses, keep_days: int, now_hours: int, later: int, step_min: int
 ) -> None:
-    with Engine(":memory:") as eng:
+    with warehouses.engine() as eng:
         cur = eng.cursor()
         _insert(eng, 0, 14 * 24 * 60 // step_min, step_min)
         execute(cur, HOURLY).read_all()
@@ -207,20 +209,23 @@ def test_wanka_retention_sets_lists_and_applies(tmp_path: Path) -> None:
 
 
 def test_a_step_drops_at_most_max_rows_of_samples_however_they_were_inserted(
+    warehouses: Warehouses,
     eng: Engine,
 ) -> None:
     """DuckDB holds a DELETE's rows in memory for the triggers: steps are cut by rows too."""
-    twin = Engine(":memory:")
-    for engine in (eng, twin):
-        _insert(engine, 0, 3000, step_min=1)  # 3000 minutes, one insert
-        for hour in range(0, 48, 6):  # then some small ones, 6 h apart, 13 samples each
-            _insert(engine, hour * 60 + 7, 13, step_min=1, second=30)
-        checked.set_rule(engine.cursor(), "gpu_metrics", "1 day")
-    now = START + timedelta(days=3)
-    [bounded] = retention.apply(eng.cursor(), now, max_rows=100)
-    [whole] = retention.apply(twin.cursor(), now)
-    assert bounded.rows == whole.rows > 2000
-    assert whole.steps == 2 and bounded.steps >= bounded.rows / 100
-    query = "SELECT ts, value FROM gpu_metrics"
-    assert _rows(eng, query) == _rows(twin, query)
-    assert eng.con.sql("SELECT min(ts) FROM gpu_metrics").fetchall() == [(now - timedelta(days=1),)]
+    with warehouses.engine() as twin:
+        for engine in (eng, twin):
+            _insert(engine, 0, 3000, step_min=1)  # 3000 minutes, one insert
+            for hour in range(0, 48, 6):  # then some small ones, 6 h apart, 13 samples each
+                _insert(engine, hour * 60 + 7, 13, step_min=1, second=30)
+            checked.set_rule(engine.cursor(), "gpu_metrics", "1 day")
+        now = START + timedelta(days=3)
+        [bounded] = retention.apply(eng.cursor(), now, max_rows=100)
+        [whole] = retention.apply(twin.cursor(), now)
+        assert bounded.rows == whole.rows > 2000
+        assert whole.steps == 2 and bounded.steps >= bounded.rows / 100
+        query = "SELECT ts, value FROM gpu_metrics"
+        assert _rows(eng, query) == _rows(twin, query)
+        assert eng.con.sql("SELECT min(ts) FROM gpu_metrics").fetchall() == [
+            (now - timedelta(days=1),)
+        ]

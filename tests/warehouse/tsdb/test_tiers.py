@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import examples
 from tests.warehouse.samples import START, insert_samples
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 from warehouse.tsdb import tiers
@@ -32,8 +33,8 @@ step = st.one_of(
 
 
 @pytest.fixture(scope="module")
-def eng() -> Iterator[Engine]:
-    with Engine(":memory:") as engine:
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as engine:
         yield engine
 
 

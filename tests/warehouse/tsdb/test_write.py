@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
+from tests.warehouses import Warehouses
 from warehouse.errors import UserError
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
@@ -59,8 +60,10 @@ def _samples(n: int, *, labels: str | None = None, batch: int = 7) -> pa.Table:
     )
 
 
-def test_inserts_add_each_label_set_once_and_keep_labels_as_they_came() -> None:
-    with Engine(":memory:") as eng:
+def test_inserts_add_each_label_set_once_and_keep_labels_as_they_came(
+    warehouses: Warehouses,
+) -> None:
+    with warehouses.engine() as eng:
         cur = eng.cursor()
         pod = '{"pod":"train-0","namespace":"ml","hpc_job":"42"}'
         assert append(cur, _samples(12, labels=pod)).gpu == 12
@@ -80,7 +83,7 @@ def test_inserts_add_each_label_set_once_and_keep_labels_as_they_came() -> None:
 
 @pytest.mark.parametrize("dense_every_column", [False, True])
 def test_arrow_rows_find_their_series_whatever_their_encoding(
-    dense_every_column: bool, monkeypatch: pytest.MonkeyPatch
+    warehouses: Warehouses, dense_every_column: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Label sets are found in Arrow (telemetry_codes): chunks with their own dictionaries, a
     dictionary that repeats a value, nulls, plain and dictionary columns, and keys made dense
@@ -95,7 +98,7 @@ def test_arrow_rows_find_their_series_whatever_their_encoding(
     second = first.cast(pa.string()).dictionary_encode()  # the same texts, coded otherwise
     rows = _samples(24).drop_columns(["labels"])  # rows i and i + 12: the same label set
     rows = rows.append_column("labels", pa.chunked_array([first, second]))
-    with Engine(":memory:") as eng:
+    with warehouses.engine() as eng:
         cur = eng.cursor()
         assert append(cur, rows).gpu == 24
         cur.execute(PLAIN)
@@ -107,8 +110,10 @@ def test_arrow_rows_find_their_series_whatever_their_encoding(
         assert cur.sql("SELECT count(*) FROM wanka.gpu_series").fetchall()[0][0] == sets == 12
 
 
-def test_series_ids_follow_metric_then_host_so_a_metric_is_one_id_range() -> None:
-    with Engine(":memory:") as eng:
+def test_series_ids_follow_metric_then_host_so_a_metric_is_one_id_range(
+    warehouses: Warehouses,
+) -> None:
+    with warehouses.engine() as eng:
         append(eng.cursor(), _samples(12))
         ranges = eng.con.sql(
             "SELECT metric, min(series_id), max(series_id), count(*) FROM wanka.gpu_series "
@@ -120,8 +125,10 @@ def test_series_ids_follow_metric_then_host_so_a_metric_is_one_id_range() -> Non
         ]
 
 
-def test_a_missing_required_column_and_an_unknown_one_are_errors_that_write_nothing() -> None:
-    with Engine(":memory:") as eng:
+def test_a_missing_required_column_and_an_unknown_one_are_errors_that_write_nothing(
+    warehouses: Warehouses,
+) -> None:
+    with warehouses.engine() as eng:
         cur = eng.cursor()
         with (
             pytest.raises(UserError, match=r"gpu_metrics\.host cannot be null"),
@@ -159,9 +166,10 @@ STATEMENTS = [
     )
 )
 def test_writes_to_the_view_do_what_they_do_to_a_plain_table(
+    warehouses: Warehouses,
     steps: list[tuple[int, int, int]],
 ) -> None:
-    with Engine(":memory:") as eng:
+    with warehouses.engine() as eng:
         cur = eng.cursor()
         cur.execute(PLAIN)
         for which, a, b in steps:
