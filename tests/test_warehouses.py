@@ -11,7 +11,7 @@ import pytest
 from tests.run_files import build_once
 from tests.warehouses import Warehouses
 from warehouse.dynamic.shipped import ensure_shipped
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 
 #: What the catalog says of the warehouse's own objects.
 CATALOG = {
@@ -103,6 +103,7 @@ def test_a_failed_build_leaves_nothing_to_reuse(tmp_path_factory: pytest.TempPat
 
     with pytest.raises(RuntimeError, match="the build failed"):
         build_once(tmp_path_factory, name, fail)
+
     def build(path: Path) -> None:
         path.write_text("whole")
 

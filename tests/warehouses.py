@@ -20,7 +20,7 @@ import pytest
 
 from tests.run_files import build_once, copy_to, run_folder
 from warehouse.dynamic.shipped import ensure_shipped
-from warehouse.engine import Engine
+from warehouse.kernel.engine import Engine
 
 
 def _new_warehouse(path: Path) -> None:
