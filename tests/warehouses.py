@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.demo_clusters import DemoCluster
 from tests.run_files import build_once, copy_to, run_folder
+from warehouse.demo import build_demo
 from warehouse.dynamic.shipped import ensure_shipped
 from warehouse.kernel.engine import Engine
 
@@ -58,3 +60,16 @@ class Warehouses:
             Engine(str(self.empty(Path(folder) / "w.duckdb"))) as engine,
         ):
             yield engine
+
+    def demo(self, cluster: DemoCluster, path: Path, real_data: Path | None = None) -> Path:
+        """The demo of `cluster` at `path` (with the real samples of `real_data` when the cluster
+        takes them; pass the `shared_data` fixture, which skips or fails where they are missing).
+        """
+        if cluster.real_data and real_data is None:
+            raise ValueError(f"the {cluster.name} demo holds the real samples: pass real_data")
+
+        def build(target: Path) -> None:
+            with Engine(str(target)) as engine:
+                build_demo(engine, cluster.config, real_data=real_data)
+
+        return copy_to(build_once(self._factory, f"demo-{cluster.name}.duckdb", build), path)

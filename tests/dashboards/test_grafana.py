@@ -13,9 +13,9 @@ import pytest
 from service.serve.server import Server
 from tests.conftest import REPO
 from tests.dashboards.grafana_macros import expand
-from warehouse.demo import build_demo
+from tests.demo_clusters import FAULTY
+from tests.warehouses import Warehouses
 from warehouse.security.users import add_user
-from warehouse.simulate import SimConfig
 
 FOLDER = REPO / "dashboards" / "grafana"
 DASHBOARDS = sorted(FOLDER.glob("*.json"))
@@ -28,18 +28,6 @@ MAY_BE_EMPTY = {
     "Top idle jobs",
 }
 PASSWORD = "grafana-pw"
-
-#: 32 hosts (4 in each cluster, so nccl-tests probes pair them), an hour, a fault of each kind.
-TINY = SimConfig(
-    gpus=256,
-    hours=1.0,
-    interval_s=120.0,
-    start=datetime(2026, 11, 1, tzinfo=UTC),
-    seed=5,
-    warmup_hours=6.0,
-    faults=1,
-    nccl_probe_s=900.0,
-)
 
 
 def panels() -> list[tuple[str, dict[str, Any]]]:
@@ -54,10 +42,11 @@ PANELS = panels()
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    path = tmp_path_factory.mktemp("grafana") / "w.duckdb"
+def server(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[Server]:
+    """The faulty demo: 32 hosts (4 in each cluster, so nccl-tests probes pair them), an hour, a
+    fault of each kind; its build refreshed the dynamic tables, so refresh_history has rows."""
+    path = warehouses.demo(FAULTY, tmp_path_factory.mktemp("grafana") / "w.duckdb")
     with Server(str(path)) as served:
-        build_demo(served.engine, TINY)  # refreshes the dynamic tables: refresh_history has rows
         cur = served.engine.cursor()
         add_user(cur, "grafana", "reader", PASSWORD)
         cur.close()

@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
+from tests.demo_clusters import TINY
 from warehouse.demo import EXAMPLE_QUERIES, build_demo, built_config
 from warehouse.kernel.engine import Engine
 from warehouse.kernel.tables import DEMO
 from warehouse.simulate import SimConfig
-
-SMALL = SimConfig(
-    gpus=64,
-    hours=0.5,
-    interval_s=60.0,
-    start=datetime(2026, 11, 1, tzinfo=UTC),
-    seed=3,
-    warmup_hours=12.0,
-)
-
 
 SIMULATED = ("sites", "clusters", "nodes", "jobs", "job_steps", "job_events", "gpu_metrics")
 
 
 def test_build_loads_every_table_through_the_readers(fresh_db: Path) -> None:
     with Engine(str(fresh_db)) as eng:
-        summary = build_demo(eng, SMALL)
+        summary = build_demo(eng, TINY.config)
         assert summary.rebuilt and set(summary.rows) == set(DEMO)
         for table in SIMULATED:
             rows = summary.rows[table]
@@ -52,28 +42,28 @@ def test_build_loads_every_table_through_the_readers(fresh_db: Path) -> None:
 
 def test_same_demo_twice_is_not_rebuilt(fresh_db: Path) -> None:
     with Engine(str(fresh_db)) as eng:
-        first = build_demo(eng, SMALL)
-        again = build_demo(eng, SMALL)
+        first = build_demo(eng, TINY.config)
+        again = build_demo(eng, TINY.config)
         assert not again.rebuilt and again.rows == first.rows
 
 
 def test_rebuild_replaces_instead_of_appending(fresh_db: Path) -> None:
     with Engine(str(fresh_db)) as eng:
-        first = build_demo(eng, SMALL)
-        second = build_demo(eng, SMALL, rebuild=True)
+        first = build_demo(eng, TINY.config)
+        second = build_demo(eng, TINY.config, rebuild=True)
         assert second.rebuilt and second.rows == first.rows
 
 
 def test_other_config_rebuilds(fresh_db: Path) -> None:
     with Engine(str(fresh_db)) as eng:
-        build_demo(eng, SMALL)
-        other = SimConfig(**{**SMALL.__dict__, "seed": 4})
+        build_demo(eng, TINY.config)
+        other = SimConfig(**{**TINY.config.__dict__, "seed": 4})
         assert build_demo(eng, other).rebuilt
 
 
 def test_real_samples_join_the_demo(fresh_db: Path, shared_data: Path) -> None:
     with Engine(str(fresh_db)) as eng:
-        summary = build_demo(eng, SMALL, real_data=shared_data)
+        summary = build_demo(eng, TINY.config, real_data=shared_data)
         assert summary.real_samples == str(shared_data)
         assert summary.rows["pods"] == 8152
         sample_jobs = eng.con.sql(
@@ -88,7 +78,7 @@ def test_real_samples_join_the_demo(fresh_db: Path, shared_data: Path) -> None:
 
 def test_example_queries_run(fresh_db: Path) -> None:
     with Engine(str(fresh_db)) as eng:
-        build_demo(eng, SMALL)
+        build_demo(eng, TINY.config)
         results = {title: eng.con.sql(query).fetchall() for title, query in EXAMPLE_QUERIES.items()}
         assert results["GPU-hours by job state"]
         assert results["GPU utilisation and power per cluster, last hour"]

@@ -6,41 +6,32 @@ import socket
 import threading
 import warnings
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from service.serve.server import Server
 from tests.browser import Browser
-from warehouse.demo import build_demo
-from warehouse.simulate import SimConfig
+from tests.demo_clusters import TINY, DemoCluster
+from tests.warehouses import Warehouses
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's note about httpx
     from fastapi.testclient import TestClient
 
-TINY = SimConfig(
-    gpus=32,
-    hours=0.5,
-    interval_s=120.0,
-    start=datetime(2026, 11, 1, tzinfo=UTC),
-    seed=5,
-    warmup_hours=6.0,
-)
 
-
-def served_demo(tmp_path_factory: pytest.TempPathFactory, cfg: SimConfig) -> Iterator[Server]:
-    """A Server over a fresh warehouse holding the demo of `cfg` (a module fixture's body)."""
-    path = tmp_path_factory.mktemp("web") / "w.duckdb"
+def served_demo(
+    tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses, cluster: DemoCluster
+) -> Iterator[Server]:
+    """A Server over a copy of the demo of `cluster` (a module fixture's body)."""
+    path = warehouses.demo(cluster, tmp_path_factory.mktemp("web") / "w.duckdb")
     with Server(str(path)) as served:
-        build_demo(served.engine, cfg)
         yield served
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    yield from served_demo(tmp_path_factory, TINY)
+def server(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[Server]:
+    yield from served_demo(tmp_path_factory, warehouses, TINY)
 
 
 @pytest.fixture(scope="module")

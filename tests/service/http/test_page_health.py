@@ -3,7 +3,6 @@ GET /v1/health on the same server, sent with the page's bearer token, and its er
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,13 +12,12 @@ import pytest
 
 from service.serve.server import Server
 from tests.browser import Browser
+from tests.demo_clusters import FAULTY
 from tests.service.http import test_page
+from tests.warehouses import Warehouses
 from warehouse.health.findings import STATES
 from warehouse.security.users import add_user, create_token
 
-#: test_page's tiny demo with one fault of each kind (a silent host, climbing ECC errors, a hot
-#: GPU...), so the health rules have current findings; as quick to build.
-FAULTY = dataclasses.replace(test_page.TINY, faults=1)
 #: uvicorn on a loopback port in front of this module's `server` (test_page's fixture).
 url = test_page.url
 
@@ -30,8 +28,10 @@ COUNTS = """Object.fromEntries([...document.querySelectorAll('#health-counts .st
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    yield from test_page.served_demo(tmp_path_factory, FAULTY)
+def server(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[Server]:
+    """The faulty demo: one fault of each kind (a silent host, climbing ECC errors, a hot GPU...),
+    so the health rules have current findings."""
+    yield from test_page.served_demo(tmp_path_factory, warehouses, FAULTY)
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,12 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from service.serve.server import Limits, Server
+from tests import demo_clusters
 from tests.service.http.test_promql_api import (
     DASHBOARD,
     PASSWORD,
@@ -20,9 +20,8 @@ from tests.service.http.test_promql_api import (
     dashboard_queries,
     ok,
 )
-from warehouse.demo import build_demo
+from tests.warehouses import Warehouses
 from warehouse.security.users import add_user
-from warehouse.simulate import SimConfig
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -30,15 +29,8 @@ with warnings.catch_warnings():
 
 pytestmark = pytest.mark.skipif(not DASHBOARD.exists(), reason="no shared data")
 
-#: One host on each cluster, the Kubernetes one included; half an hour of 2-minute scrapes.
-TINY = SimConfig(
-    gpus=64,
-    hours=0.5,
-    interval_s=120.0,
-    start=datetime(2026, 11, 1, tzinfo=UTC),
-    seed=5,
-    warmup_hours=6.0,
-)
+#: The tiny demo: one host on each cluster, the Kubernetes one included.
+TINY = demo_clusters.TINY.config
 #: What every series of a GPU carries besides its job labels, as Prometheus stores it.
 SCRAPED = {"__name__", "DCGM_FI_DRIVER_VERSION", "Hostname", "UUID", "device", "gpu",
            "instance", "job", "modelName", "pci_bus_id"}  # fmt: skip
@@ -46,12 +38,14 @@ JOB_LABELS = {"hpc_job", "container", "namespace", "pod"}
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+def client(
+    tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses
+) -> Iterator[TestClient]:
     from service.http import create_app
 
     path = Path(tmp_path_factory.mktemp("prom-demo")) / "w.duckdb"
+    warehouses.demo(demo_clusters.TINY, path)
     with Server(str(path), limits=Limits(timeout_s=60, max_rows_json=10_000)) as server:
-        build_demo(server.engine, TINY)
         cur = server.engine.cursor()
         add_user(cur, "reader", "reader", PASSWORD)
         cur.close()

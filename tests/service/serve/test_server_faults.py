@@ -26,8 +26,9 @@ import httpx
 import pytest
 
 from tests.conftest import REPO, run_wanka
+from tests.demo_clusters import TINY
 from tests.warehouse.dynamic.test_shipped import same_rows
-from warehouse.demo import build_demo
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.simulate import SimConfig, simulate_cluster, write_formats
 
@@ -38,12 +39,12 @@ BIG_SQL = "SELECT m.host, m.metric, m.ts, m.value, r.range AS k FROM gpu_metrics
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
-    """A small demo warehouse with users, and DCGM files (a few MB each) to upload."""
+def base(
+    tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses
+) -> tuple[Path, list[Path]]:
+    """The tiny demo warehouse with users, and DCGM files (a few MB each) to upload."""
     folder = tmp_path_factory.mktemp("faults")
-    db = folder / "base.duckdb"
-    with Engine(str(db)) as engine:
-        build_demo(engine, SimConfig(gpus=64, hours=1, warmup_hours=6, seed=3))
+    db = warehouses.demo(TINY, folder / "base.duckdb")
     for name, role in (("ada", "admin"), ("wes", "writer")):
         added = run_wanka(
             "--db", str(db), "user", "add", name, "--role", role, "--password-stdin", input=PW

@@ -197,12 +197,14 @@ def test_energy_by_team_splits_the_demo_into_measured_and_modelled(demo_engine: 
 
 def test_stragglers_find_the_slow_gpus_of_jobs_and_nothing_else(demo_engine: Engine) -> None:
     """The demo's injected slow GPU is found, and nothing else; a GPU made 20 % slower too."""
-    from tests.warehouse.conftest import SMALL
+    from tests.demo_clusters import SMALL
     from warehouse.health.evaluate import truth
     from warehouse.simulate import simulate_cluster
 
     slow = {
-        (t["host"], t["gpu"]) for t in truth(simulate_cluster(SMALL)) if t["kind"] == "slow_gpu"
+        (t["host"], t["gpu"])
+        for t in truth(simulate_cluster(SMALL.config))
+        if t["kind"] == "slow_gpu"
     }
     cur = demo_engine.cursor()
     try:

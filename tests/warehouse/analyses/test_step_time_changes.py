@@ -216,9 +216,9 @@ def test_a_step_is_flagged_exactly_when_high_and_long_enough(
 
 def test_the_demo_names_its_slow_gpu(demo_engine: Engine) -> None:
     """The shared demo (one slow GPU) shows it as a step-time change with its GPU."""
-    from tests.warehouse.conftest import SMALL
+    from tests.demo_clusters import SMALL
 
-    [fault] = [f for f in truth(simulate_cluster(SMALL)) if f["kind"] == "slow_gpu"]
+    [fault] = [f for f in truth(simulate_cluster(SMALL.config)) if f["kind"] == "slow_gpu"]
     cur = demo_engine.cursor()
     try:
         rows = run_analysis_table(cur, "step_time_changes").to_pylist()

@@ -9,23 +9,15 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from warehouse.demo import build_demo
+from tests.demo_clusters import TINY
+from tests.warehouses import Warehouses
 from warehouse.dynamic import regroup
 from warehouse.dynamic.history import RefreshResult
 from warehouse.dynamic.schedule import run_due
 from warehouse.dynamic.shipped import install_shipped, shipped_folder
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
-from warehouse.simulate import SimConfig
 
-SMALL = SimConfig(
-    gpus=64,
-    hours=1.5,
-    interval_s=60.0,
-    start=datetime(2026, 11, 1, tzinfo=UTC),
-    seed=3,
-    warmup_hours=12.0,
-)
 SHIPPED = sorted(p.stem for p in shipped_folder().glob("*.sql"))
 
 
@@ -52,11 +44,9 @@ def same_rows(cur: duckdb.DuckDBPyConnection, name: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("shipped") / "w.duckdb"
-    with Engine(str(path)) as eng:
-        build_demo(eng, SMALL)  # installs and refreshes every file of sql/dynamic/
-    return path
+def demo(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Path:
+    """The tiny demo: it installs and refreshes every file of sql/dynamic/."""
+    return warehouses.demo(TINY, tmp_path_factory.mktemp("shipped") / "w.duckdb")
 
 
 def test_every_file_says_what_it_answers() -> None:
