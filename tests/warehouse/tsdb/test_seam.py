@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import REPO
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.tsdb.append import append
 from warehouse.tsdb.relations import SAMPLES_TABLE, SERIES
@@ -101,8 +102,8 @@ keys = st.lists(st.tuples(st.integers(0, 15), st.integers(0, 30)), min_size=1, m
 
 
 @pytest.fixture(scope="module")
-def eng() -> Iterator[Engine]:
-    with Engine(":memory:") as engine:
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as engine:
         yield engine
 
 
@@ -130,9 +131,9 @@ def test_exactly_once_appends_store_each_sample_once(
 _examples = itertools.count()
 
 
-def test_plain_appends_derive_once_per_batch() -> None:
+def test_plain_appends_derive_once_per_batch(warehouses: Warehouses) -> None:
     """An append's derivations run with it: a GPU's first samples give it its 'labels' row."""
-    with Engine(":memory:") as eng:
+    with warehouses.engine() as eng:
         cur = eng.cursor()
         done = append(cur, _rows([(0, 0), (9, 0)]))
         assert done.gpu == 2 and done.batch_id is not None
