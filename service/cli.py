@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Sequence
 
 import click
 import duckdb
@@ -70,10 +71,14 @@ def app(ctx: click.Context, db: str | None) -> None:
     ctx.obj = Globals(db=db)
 
 
-def main() -> None:
-    """Console entry point: exit 0 on success, 2 on bad usage or input, 1 otherwise."""
+def main(args: Sequence[str] | None = None) -> None:
+    """Console entry point: exit 0 on success, 2 on bad usage or input, 1 otherwise.
+
+    `args` stands in for the command line's arguments: the tests run commands in-process
+    through it. The command is `wanka` however Python was started (`python -c`, a test).
+    """
     try:
-        code = app(standalone_mode=False)
+        code = app(args=args, prog_name="wanka", standalone_mode=False)
     except click.UsageError as error:
         _fail(one_line(error.format_message()), 2, hint=error.ctx)
     except click.ClickException as error:

@@ -5,20 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import run_wanka
+from tests.conftest import invoke_wanka, run_wanka
 
 
 def test_export_then_query_the_lake_with_duckdb(tmp_path: Path) -> None:
     db, lake = str(tmp_path / "w.duckdb"), str(tmp_path / "lake")
-    assert run_wanka("--db", db, "sql", "SELECT 1").returncode == 0
-    exported = run_wanka("--db", db, "export", "--lake", lake)
+    assert invoke_wanka("--db", db, "sql", "SELECT 1").returncode == 0
+    exported = invoke_wanka("--db", db, "export", "--lake", lake)
     assert exported.returncode == 0, exported.stderr
     assert "gpu_metrics: create, 0 rows" in exported.stdout
     assert "gpu_models: create" in exported.stdout
-    again = run_wanka("--db", db, "export", "--lake", lake)
+    again = invoke_wanka("--db", db, "export", "--lake", lake)
     assert "gpu_metrics: unchanged" in again.stdout
     query = "SELECT count(*) AS n, min(pcie_gbs(4, 16)) AS g FROM gpu_models"
-    result = run_wanka("sql", "--lake", lake, query, "--format", "csv")
+    result = invoke_wanka("sql", "--lake", lake, query, "--format", "csv")
     assert result.returncode == 0, result.stderr
     header, row = result.stdout.splitlines()[:2]
     assert header == "n,g" and int(row.split(",")[0]) >= 7
@@ -36,6 +36,6 @@ def test_spark_refuses_what_it_would_run_differently_before_starting(tmp_path: P
 
 
 def test_an_engine_other_than_duckdb_needs_a_lake(tmp_path: Path) -> None:
-    result = run_wanka("refresh", "--engine", "spark")
+    result = invoke_wanka("refresh", "--engine", "spark")
     assert result.returncode == 2
     assert "--lake DIR" in result.stderr

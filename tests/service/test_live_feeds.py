@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import run_wanka
+from tests.conftest import invoke_wanka
 from tests.exporter import FIELDS, Exporter
 from tests.service.serve.test_server_faults import query, serving
 from tests.warehouses import Warehouses
@@ -70,7 +70,7 @@ def test_serve_scrapes_rereads_its_targets_and_polls_sacct(
     tmp_path: Path, warehouses: Warehouses
 ) -> None:
     db = warehouses.empty(tmp_path / "live.duckdb", shipped=True)
-    added = run_wanka(
+    added = invoke_wanka(
         "--db", str(db), "user", "add", "ada", "--role", "admin", "--password-stdin", input="pw"
     )
     assert added.returncode == 0, added.stderr
@@ -145,7 +145,7 @@ def test_scrape_once_stores_one_batch_and_says_which_targets_are_down(tmp_path: 
     with Exporter("node001") as good, Exporter("node002", mode="error") as failing:
         path = tmp_path / "targets.json"
         path.write_text(json.dumps([{"targets": [good.target, failing.target]}]))
-        done = run_wanka("--db", str(db), "scrape", "--once", str(path))
+        done = invoke_wanka("--db", str(db), "scrape", "--once", str(path))
         assert done.returncode == 1, done.stderr
         assert "DOWN" in done.stderr and "HTTP 500" in done.stderr
         assert f"{len(FIELDS) * 4} samples to gpu_metrics" in done.stdout
@@ -156,5 +156,5 @@ def test_scrape_once_stores_one_batch_and_says_which_targets_are_down(tmp_path: 
         assert got == [(len(FIELDS) * 4, 1)]
     bad = tmp_path / "bad.yml"
     bad.write_text("- targets: [a:1]\n  labels: {n: [1]}\n")
-    refused = run_wanka("--db", str(db), "scrape", "--once", str(bad))
+    refused = invoke_wanka("--db", str(db), "scrape", "--once", str(bad))
     assert refused.returncode == 2 and "bad.yml: entry 1" in refused.stderr

@@ -13,7 +13,7 @@ import httpx
 import psycopg
 import pytest
 
-from tests.conftest import REPO, run_wanka
+from tests.conftest import REPO, invoke_wanka, run_wanka
 from tests.service.http.test_serve_process import free_port
 
 pytestmark = pytest.mark.slow
@@ -36,7 +36,7 @@ def certificate(folder: Path) -> tuple[Path, Path]:
 def test_https_and_postgres_ssl_from_one_certificate(tmp_path: Path) -> None:
     cert, key = certificate(tmp_path)
     db = str(tmp_path / "w.duckdb")
-    added = run_wanka(
+    added = invoke_wanka(
         "--db", db, "user", "add", "ann", "--role", "reader", "--password-stdin", input="pw\n"
     )
     assert added.returncode == 0, added.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import REPO, run_wanka
+from tests.conftest import REPO, invoke_wanka, run_wanka
 
 pytestmark = pytest.mark.slow
 SLOW = "SELECT sum(hash(a.range * b.range)) FROM range(400000) a, range(400000) b"
@@ -38,11 +38,11 @@ class Running:
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     db = str(Path(tmp_path_factory.mktemp("serve")) / "w.duckdb")
     for name, role in (("ann", "reader"), ("wes", "writer"), ("ada", "admin")):
-        added = run_wanka(
+        added = invoke_wanka(
             "--db", db, "user", "add", name, "--role", role, "--password-stdin", input="pw\n"
         )
         assert added.returncode == 0, added.stderr
-    made = run_wanka("--db", db, "token", "create", "--user", "wes")
+    made = invoke_wanka("--db", db, "token", "create", "--user", "wes")
     assert made.returncode == 0, made.stderr
     port = free_port()
     command = [

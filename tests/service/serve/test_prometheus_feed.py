@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import run_wanka
+from tests.conftest import invoke_wanka
 from tests.exporter import Exporter
 from tests.service.serve.test_server_faults import PW, free_port, query, serving
 from tests.warehouses import Warehouses
@@ -42,7 +42,7 @@ Key = tuple[tuple[tuple[str, str], ...], int]
 def db(tmp_path: Path, warehouses: Warehouses) -> Path:
     path = warehouses.empty(tmp_path / "feed.duckdb", shipped=True)
     for name, role in (("ada", "admin"), (WRITER, "writer")):
-        added = run_wanka(
+        added = invoke_wanka(
             "--db", str(path), "user", "add", name, "--role", role, "--password-stdin", input=PW
         )
         assert added.returncode == 0, added.stderr

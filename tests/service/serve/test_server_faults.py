@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import REPO, run_wanka
+from tests.conftest import REPO, invoke_wanka
 from tests.demo_clusters import TINY
 from tests.warehouse.dynamic.test_shipped import same_rows
 from tests.warehouses import Warehouses
@@ -46,7 +46,7 @@ def base(
     folder = tmp_path_factory.mktemp("faults")
     db = warehouses.demo(TINY, folder / "base.duckdb")
     for name, role in (("ada", "admin"), ("wes", "writer")):
-        added = run_wanka(
+        added = invoke_wanka(
             "--db", str(db), "user", "add", name, "--role", role, "--password-stdin", input=PW
         )
         assert added.returncode == 0, added.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.conftest import run_wanka
+from tests.conftest import invoke_wanka
 from tests.warehouses import Warehouses
 from warehouse.dynamic.history import RefreshResult
 from warehouse.dynamic.schedule import Failed, Skipped, backoff, run_due
@@ -197,27 +197,27 @@ def test_wanka_refresh_prints_one_line_per_table(db_path: Path, warehouses: Ware
         create(cur, "fragile", "5 minutes", FRAGILE)
         execute(cur, BAD_ROW).read_all()
         cur.close()
-    nothing = run_wanka("--db", str(db_path), "refresh")
+    nothing = invoke_wanka("--db", str(db_path), "refresh")
     assert nothing.returncode == 0, nothing.stderr
     assert nothing.stdout.strip() == "no dynamic table is due"
 
-    good = run_wanka("--db", str(db_path), "refresh", "good")
+    good = invoke_wanka("--db", str(db_path), "refresh", "good")
     assert good.returncode == 0, good.stderr
     assert (
         good.stdout.startswith("good: incremental, 1 rows inserted, 0 deleted, ")
         and " s" in good.stdout
     )
 
-    bad = run_wanka("--db", str(db_path), "refresh", "fragile", "--full")
+    bad = invoke_wanka("--db", str(db_path), "refresh", "fragile", "--full")
     assert bad.returncode == 1
     assert bad.stdout.startswith("fragile: FAILED after ") and "retry after" in bad.stdout
     assert "1 of 1 refreshes failed: fragile" in bad.stderr
 
-    waiting = run_wanka("--db", str(db_path), "refresh")  # fragile is due but backs off
+    waiting = invoke_wanka("--db", str(db_path), "refresh")  # fragile is due but backs off
     assert waiting.returncode == 0, waiting.stderr
     assert waiting.stdout.startswith("fragile: skipped: failed 1 times in a row; next attempt")
 
-    unknown = run_wanka("--db", str(db_path), "refresh", "nope")
+    unknown = invoke_wanka("--db", str(db_path), "refresh", "nope")
     assert unknown.returncode == 2 and "no dynamic table named nope" in unknown.stderr
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_wanka
+from tests.conftest import invoke_wanka
 from tests.warehouses import Warehouses
 from warehouse.dynamic.shipped import install_shipped
 from warehouse.errors import UserError
@@ -226,7 +226,7 @@ def test_shipped_definitions_install(eng: Engine) -> None:
 def test_cli_sql_and_refresh(db_path: Path, warehouses: Warehouses) -> None:
     warehouses.empty(db_path)
     db = ["--db", str(db_path)]
-    create = run_wanka(
+    create = invoke_wanka(
         *db,
         "sql",
         f"CREATE DYNAMIC TABLE hh WITH (freshness = '1 second') AS {ROLLUP}",
@@ -235,14 +235,16 @@ def test_cli_sql_and_refresh(db_path: Path, warehouses: Warehouses) -> None:
     )
     assert create.returncode == 0, create.stderr
     assert json.loads(create.stdout)[0]["status"] == "created"
-    assert run_wanka(*db, "sql", SEED).returncode == 0
-    done = run_wanka(*db, "refresh", "hh")
+    assert invoke_wanka(*db, "sql", SEED).returncode == 0
+    done = invoke_wanka(*db, "refresh", "hh")
     assert done.returncode == 0, done.stderr
     assert "incremental" in done.stdout
-    assert run_wanka(*db, "refresh", "--full").returncode == 0
-    bad = run_wanka(*db, "refresh", "nope")
+    assert invoke_wanka(*db, "refresh", "--full").returncode == 0
+    bad = invoke_wanka(*db, "refresh", "nope")
     assert bad.returncode == 2 and "no dynamic table named nope" in bad.stderr
-    refused = run_wanka(*db, "sql", "CREATE DYNAMIC TABLE y WITH (freshness = 'soon') AS SELECT 1")
+    refused = invoke_wanka(
+        *db, "sql", "CREATE DYNAMIC TABLE y WITH (freshness = 'soon') AS SELECT 1"
+    )
     assert refused.returncode == 2 and "freshness" in refused.stderr
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_wanka
+from tests.conftest import invoke_wanka, run_wanka
 from tests.warehouse.samples import insert_samples, minute
 from tests.warehouses import Warehouses
 from warehouse.dynamic.shipped import install_shipped
@@ -88,12 +88,12 @@ def test_an_unknown_job_is_an_error(eng: Engine) -> None:
 
 
 def test_the_command_prints_the_report_or_json(db: Path) -> None:
-    text = run_wanka("--db", str(db), "jobstats", "7")
+    text = invoke_wanka("--db", str(db), "jobstats", "7")
     assert text.returncode == 0, text.stderr
     assert "GPU job statistics" in text.stdout and "did not use 2 of 4 GPUs" in text.stdout
-    as_json = run_wanka("--db", str(db), "jobstats", "7", "--format", "json")
+    as_json = invoke_wanka("--db", str(db), "jobstats", "7", "--format", "json")
     assert json.loads(as_json.stdout)["usage"]["gpus_seen"] == 4
-    unknown = run_wanka("--db", str(db), "jobstats", "999")
+    unknown = invoke_wanka("--db", str(db), "jobstats", "999")
     assert unknown.returncode == 2
     assert unknown.stderr.strip().count("\n") == 0 and "no job '999'" in unknown.stderr
 

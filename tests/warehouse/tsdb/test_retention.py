@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import examples, run_wanka
+from tests.conftest import examples, invoke_wanka
 from tests.warehouses import Warehouses
 from warehouse.dynamic import retention as checked
 from warehouse.dynamic.shipped import install_shipped
@@ -197,14 +197,14 @@ def test_each_tier_equals_the_raw_recompute_where_raw_rows_are_held_and_never_ch
 
 def test_wanka_retention_sets_lists_and_applies(tmp_path: Path) -> None:
     db = ("--db", str(tmp_path / "w.duckdb"))
-    assert run_wanka(*db, "retention").stdout.strip() == "no retention rules: every row is kept"
-    done = run_wanka(*db, "retention", "gpu_metrics", "3 days", "--apply")
+    assert invoke_wanka(*db, "retention").stdout.strip() == "no retention rules: every row is kept"
+    done = invoke_wanka(*db, "retention", "gpu_metrics", "3 days", "--apply")
     assert done.returncode == 0, done.stderr
     assert "rows older than 3 days" in done.stdout
     assert "gpu_metrics: dropped 0 rows before" in done.stdout
-    listed = run_wanka(*db, "retention").stdout
+    listed = invoke_wanka(*db, "retention").stdout
     assert "gpu_metrics: keep 3 days; rows held from" in listed
-    bad = run_wanka(*db, "retention", "nodes", "3 days")
+    bad = invoke_wanka(*db, "retention", "nodes", "3 days")
     assert bad.returncode == 2 and "not on nodes" in bad.stderr
 
 
