@@ -11,6 +11,8 @@ what a first open does, still open new files.
 
 from __future__ import annotations
 
+import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +25,10 @@ from tests.run_files import build_once, copy_to, run_folder
 from warehouse.demo import build_demo
 from warehouse.dynamic.shipped import ensure_shipped
 from warehouse.kernel.engine import Engine
+
+#: A RAM-backed folder, and the room it must have to be used (a container's is often 64 MB).
+RAM = Path("/dev/shm")
+RAM_NEEDED = 1 << 30
 
 
 def _new_warehouse(path: Path) -> None:
@@ -52,13 +58,20 @@ class Warehouses:
         return copy_to(built, path)
 
     @contextmanager
+    def scratch(self) -> Iterator[Path]:
+        """A folder of the caller's own, deleted after, in memory where the machine has room
+        (/dev/shm): for the files that stand in for `:memory:`. DuckDB syncs a file's log at
+        every commit; on a disk, a fixture of 2,048 one-row inserts took 7 s instead of 2."""
+        roomy = RAM.is_dir() and shutil.disk_usage(RAM).free >= RAM_NEEDED
+        where = RAM if roomy and os.access(RAM, os.W_OK) else run_folder(self._factory)
+        with tempfile.TemporaryDirectory(dir=where, prefix="wanka-test-") as folder:
+            yield Path(folder)
+
+    @contextmanager
     def engine(self) -> Iterator[Engine]:
         """An engine over a new warehouse of its own, deleted after: where a test, or each
         example of a property test, would open `:memory:`."""
-        with (
-            tempfile.TemporaryDirectory(dir=run_folder(self._factory)) as folder,
-            Engine(str(self.empty(Path(folder) / "w.duckdb"))) as engine,
-        ):
+        with self.scratch() as folder, Engine(str(self.empty(folder / "w.duckdb"))) as engine:
             yield engine
 
     def demo(self, cluster: DemoCluster, path: Path, real_data: Path | None = None) -> Path:

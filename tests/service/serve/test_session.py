@@ -18,9 +18,12 @@ SLOW = "SELECT sum(hash(a.range * b.range)) FROM range(200000) a, range(200000) 
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[Server]:
-    path = warehouses.empty(tmp_path_factory.mktemp("session") / "w.duckdb", shipped=True)
-    with Server(str(path), limits=Limits(timeout_s=30, max_rows_json=1000)) as served:
+def server(warehouses: Warehouses) -> Iterator[Server]:
+    limits = Limits(timeout_s=30, max_rows_json=1000)
+    with (
+        warehouses.scratch() as folder,  # in memory, as the :memory: this stands in for
+        Server(str(warehouses.empty(folder / "w.duckdb", shipped=True)), limits=limits) as served,
+    ):
         cur = served.engine.cursor()
         for role in ("reader", "writer", "admin"):
             add_user(cur, role, role, "pw")

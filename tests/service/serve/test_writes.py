@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -30,9 +29,12 @@ INSERT = (
 
 
 @pytest.fixture
-def server(tmp_path: Path, warehouses: Warehouses) -> Iterator[Server]:
-    path = warehouses.empty(tmp_path / "w.duckdb", shipped=True)
-    with Server(str(path), limits=Limits(timeout_s=0.5)) as served:
+def server(warehouses: Warehouses) -> Iterator[Server]:
+    limits = Limits(timeout_s=0.5)
+    with (
+        warehouses.scratch() as folder,  # in memory, as the :memory: this stands in for
+        Server(str(warehouses.empty(folder / "w.duckdb", shipped=True)), limits=limits) as served,
+    ):
         with served.session(ADMIN) as session:
             session.run(INSERT, [10])
             session.run(ROLLUP).reader.read_all()

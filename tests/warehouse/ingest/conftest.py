@@ -1,16 +1,16 @@
-"""A fresh warehouse file per test, for the ingest tests that do not make their own."""
+"""A fresh warehouse per test, for the ingest tests that do not make their own."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 
 
 @pytest.fixture
-def eng(fresh_db: Path) -> Iterator[Engine]:
-    with Engine(str(fresh_db)) as engine:
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    with warehouses.engine() as engine:
         yield engine

@@ -33,9 +33,12 @@ SECRETS = ("'users'", "'tokens'", "wanka.users", "stored_key", "server_key", "to
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[Server]:
-    path = warehouses.empty(tmp_path_factory.mktemp("hidden") / "w.duckdb", shipped=True)
-    with Server(str(path), limits=Limits(timeout_s=30)) as served:
+def server(warehouses: Warehouses) -> Iterator[Server]:
+    limits = Limits(timeout_s=30)
+    with (
+        warehouses.scratch() as folder,  # in memory, as the :memory: this stands in for
+        Server(str(warehouses.empty(folder / "w.duckdb", shipped=True)), limits=limits) as served,
+    ):
         cur = served.engine.cursor()
         add_user(cur, "reader", "reader", "pw")
         add_user(cur, "admin", "admin", "pw")
