@@ -42,20 +42,21 @@ class ScheduledJob:
 
 
 def upkeep_jobs(interval_s: float, metrics: Metrics) -> list[ScheduledJob]:
-    """What `wanka serve` runs every `interval_s`, in this order: retention drops what its rules
-    say is too old, the tiers fold the new samples, the due dynamic tables refresh (those that
-    would be late before the next pass, `interval_s` later, included)."""
+    """What `wanka serve` runs every `interval_s`, in this order: the telemetry store's upkeep
+    (`warehouse.tsdb.upkeep.TASKS`: retention drops what its rules say is too old, the tiers
+    fold the new samples), then the due dynamic tables refresh (those that would be late before
+    the next pass, `interval_s` later, included)."""
+    from warehouse.tsdb.retention import Applied
+    from warehouse.tsdb.upkeep import TASKS, Task
 
-    def retention(cur: Cursor) -> None:
-        from warehouse.tsdb import retention
+    def upkeep(task: Task) -> Callable[[Cursor], None]:
+        def run(cur: Cursor) -> None:
+            done = task.run(cur)
+            for applied in done if isinstance(done, list) else ():
+                if isinstance(applied, Applied):  # retention's rows dropped, per table
+                    metrics.count(RETENTION_ROWS_DROPPED, applied.rows, table=applied.table)
 
-        for done in retention.apply(cur):
-            metrics.count(RETENTION_ROWS_DROPPED, done.rows, table=done.table)
-
-    def tiers(cur: Cursor) -> None:
-        from warehouse.tsdb import tiers
-
-        tiers.fold(cur)
+        return run
 
     def refresh(cur: Cursor) -> None:
         from warehouse.dynamic.schedule import run_due
@@ -64,11 +65,8 @@ def upkeep_jobs(interval_s: float, metrics: Metrics) -> list[ScheduledJob]:
             kind = type(outcome).__name__.lower()
             metrics.count(REFRESHES, table=outcome.name, outcome=kind)
 
-    return [
-        ScheduledJob("retention", interval_s, retention),
-        ScheduledJob("tiers", interval_s, tiers),
-        ScheduledJob("refresh", interval_s, refresh),
-    ]
+    jobs = [ScheduledJob(task.name, interval_s, upkeep(task)) for task in TASKS]
+    return [*jobs, ScheduledJob("refresh", interval_s, refresh)]
 
 
 class Scheduler:
