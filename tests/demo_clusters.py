@@ -9,7 +9,7 @@ test's data needs it to (named below), and nowhere else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from warehouse.demo import DEMO_START
 from warehouse.simulate import SimConfig
@@ -55,16 +55,4 @@ SMALL = DemoCluster(
 #: SMALL's fleet and faults with another seed and 6 hours of history, and no real samples: its
 #: bad NIC shows in the nccl-tests panels of the Grafana dashboards (SMALL's does not), and the
 #: health page has current findings. ~3 s to build.
-FAULTY = DemoCluster(
-    "faulty",
-    SimConfig(
-        gpus=256,
-        hours=1.0,
-        interval_s=120.0,
-        start=DEMO_START,
-        seed=5,
-        warmup_hours=6.0,
-        faults=1,
-        nccl_probe_s=900.0,
-    ),
-)
+FAULTY = DemoCluster("faulty", replace(SMALL.config, seed=5, warmup_hours=6.0))
