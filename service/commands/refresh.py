@@ -11,7 +11,7 @@ from service.commands.lake import engine_options, open_lake_engine
 from warehouse.dynamic.schedule import Failed, describe, run_due, seconds
 from warehouse.engines.refresh import describe_lake, refresh_lake
 from warehouse.errors import WankaError
-from warehouse.tsdb.upkeep import upkeep
+from warehouse.tsdb import tiers
 
 
 @click.command()
@@ -43,7 +43,7 @@ def refresh(
     with open_engine(ctx) as opened:
         cur = opened.cursor()
         try:
-            upkeep(cur, drop=False)  # the downsampling tiers first: they follow every batch
+            tiers.fold(cur)  # the downsampling tiers first: they follow every batch
             outcomes = run_due(cur, name=name, full=full)
             lines = [describe(o, seconds(cur, o)) for o in outcomes]
         finally:

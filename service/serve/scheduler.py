@@ -46,15 +46,16 @@ def upkeep_jobs(interval_s: float, metrics: Metrics) -> list[ScheduledJob]:
     (`warehouse.tsdb.upkeep.TASKS`: retention drops what its rules say is too old, the tiers
     fold the new samples), then the due dynamic tables refresh (those that would be late before
     the next pass, `interval_s` later, included)."""
-    from warehouse.tsdb.retention import Applied
     from warehouse.tsdb.upkeep import TASKS, Task
+
+    #: What the rows a task reports count toward on /metrics.
+    counted = {"retention": RETENTION_ROWS_DROPPED}
 
     def upkeep(task: Task) -> Callable[[Cursor], None]:
         def run(cur: Cursor) -> None:
-            done = task.run(cur)
-            for applied in done if isinstance(done, list) else ():
-                if isinstance(applied, Applied):  # retention's rows dropped, per table
-                    metrics.count(RETENTION_ROWS_DROPPED, applied.rows, table=applied.table)
+            for table, rows in task.run(cur):
+                if task.name in counted:
+                    metrics.count(counted[task.name], rows, table=table)
 
         return run
 

@@ -120,12 +120,12 @@ class Writer:
     ) -> list[tuple[Outcome, float | None]]:
         """Refresh dynamic table `name` now; each outcome with its duration in seconds."""
         from warehouse.dynamic.schedule import run_due, seconds
-        from warehouse.tsdb.upkeep import upkeep
+        from warehouse.tsdb import tiers
 
         require(user, "writer", "refresh")
 
         def work(cur: Cursor) -> list[tuple[Outcome, float | None]]:
-            upkeep(cur, drop=False)  # the downsampling tiers first: they follow every batch
+            tiers.fold(cur)  # the downsampling tiers first: they follow every batch
             return [(o, seconds(cur, o)) for o in run_due(cur, name=name, full=full)]
 
         core = self._core
