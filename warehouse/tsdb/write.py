@@ -83,9 +83,9 @@ def insert(
         raise UserError(f"gpu_metrics has no column {unknown[0]!r} (columns: {', '.join(COLUMNS)})")
     if not data.num_rows:
         return NOTHING
-    if not given:
-        data = data.append_column("batch_id", pa.array([batch_id] * data.num_rows, pa.int64()))
-    return _insert_coded(cur, data, set(data.schema.names))
+    return _insert_coded(
+        cur, data, set(data.schema.names), "x.batch_id" if given else str(batch_id)
+    )
 
 
 def _sum(parts: list[Written]) -> Written:
@@ -123,9 +123,12 @@ def insert_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
     return _store(cur, f"{rows} AS x", samples, rows, batch)
 
 
-def _insert_coded(cur: duckdb.DuckDBPyConnection, data: pa.Table, names: set[str]) -> Written:
-    """`insert_from` for Arrow rows, the label sets found in Arrow first (telemetry_codes): the
-    SQL matches each distinct set to its series once, and the rows by an integer code."""
+def _insert_coded(
+    cur: duckdb.DuckDBPyConnection, data: pa.Table, names: set[str], batch: str
+) -> Written:
+    """`insert_from` for Arrow rows, the label sets found in Arrow first (codes.series_codes):
+    the SQL matches each distinct set to its series once, and the rows by an integer code.
+    `batch`: the rows' own `x.batch_id`, or one batch id for all of them."""
     present = [c for c in LABEL_COLUMNS if c in names]
     codes, first = series_codes(data, present)
     sets = pa.table({_CODE: np.arange(len(first))})
@@ -140,7 +143,6 @@ def _insert_coded(cur: duckdb.DuckDBPyConnection, data: pa.Table, names: set[str
         labels = ", ".join(LABEL_COLUMNS)
         series = f"(SELECT {_CODE}, {_cast(names, LABEL_COLUMNS)} FROM {sets_view})"
         samples = f"(SELECT {_CODE}, {_cast(names, SAMPLE_COLUMNS)} FROM {rows_view})"
-        batch = "x.batch_id"
         ids = (
             f"SELECT x.{_CODE}, r.series_id FROM {series} AS x "
             f"JOIN (SELECT min(series_id) AS series_id, {labels} FROM {SERIES} GROUP BY ALL) r "
@@ -167,15 +169,11 @@ def _store(
         written = cur.execute(
             f"INSERT INTO {SAMPLES} (series_id, ts, value, batch_id) {samples}"
         ).fetchall()
-        cur.execute(
+        logged = cur.execute(
             f"INSERT INTO {BATCHES} SELECT {batch}, count(*), min(ts), max(ts) FROM {rows} AS x "
-            f"GROUP BY ALL"
-        )
-        if batch == "x.batch_id":
-            found = cur.execute(f"SELECT DISTINCT x.batch_id FROM {rows} AS x").fetchall()
-            batches = tuple(sorted(int(b) for (b,) in found if b is not None))
-        else:
-            batches = (int(batch),)
+            f"GROUP BY ALL RETURNING batch_id"
+        ).fetchall()
+        batches = tuple(sorted(int(b) for (b,) in logged if b is not None))
     except duckdb.ConstraintException as error:
         raise UserError(_null_message(str(error))) from None
     return Written(int(written[0][0]), batches, known)
