@@ -33,10 +33,12 @@ def set_rule(
 ) -> str:
     """`warehouse.tsdb.retention.set_rule`, refused first where a dynamic table reading `table`
     could not keep its rows under it; what was done, in words."""
-    if keep is not None:
-        name = retention.time_table(cur, table)
-        _refuse_losing(cur, name, keep, retention.keep_interval(cur, keep))
-    return retention.set_rule(cur, table, keep, user)
+    name = retention.time_table(cur, table)
+    if keep is None:
+        return retention.remove_rule(cur, name)
+    interval = retention.keep_interval(cur, keep)
+    _refuse_losing(cur, name, keep, interval)
+    return retention.store_rule(cur, name, keep, interval, user)
 
 
 def _refuse_losing(

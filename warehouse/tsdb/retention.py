@@ -115,9 +115,24 @@ def set_rule(
     under."""
     table = time_table(cur, table)
     if keep is None:
-        cur.execute("DELETE FROM wanka.retention WHERE table_name = ?", [table])
-        return f"{table}: no retention (rows are kept)"
-    interval = keep_interval(cur, keep)
+        return remove_rule(cur, table)
+    return store_rule(cur, table, keep, keep_interval(cur, keep), user)
+
+
+def remove_rule(cur: duckdb.DuckDBPyConnection, table: str) -> str:
+    """Remove the rule of `table` (a `time_table` name); what was done, in words."""
+    cur.execute("DELETE FROM wanka.retention WHERE table_name = ?", [table])
+    return f"{table}: no retention (rows are kept)"
+
+
+def store_rule(
+    cur: duckdb.DuckDBPyConnection,
+    table: str,
+    keep: str,
+    interval: timedelta,
+    user: str | None = None,
+) -> str:
+    """Keep `interval` (`keep` as given) of `table` (a `time_table` name); what was done."""
     held = held_from(cur, table)  # what an earlier rule dropped stays dropped
     cur.execute("DELETE FROM wanka.retention WHERE table_name = ?", [table])
     cur.execute(
