@@ -24,6 +24,7 @@ COMMANDS = {
     "ingest": "service.commands.ingest:ingest",
     "refresh": "service.commands.refresh:refresh",
     "retention": "service.commands.retention:retention",
+    "compact": "service.commands.compact:compact",
     "export": "service.commands.lake:export",
     "simulate": "service.commands.cluster:simulate",
     "demo": "service.commands.cluster:demo",

@@ -44,8 +44,9 @@ class ScheduledJob:
 def upkeep_jobs(interval_s: float, metrics: Metrics) -> list[ScheduledJob]:
     """What `wanka serve` runs every `interval_s`, in this order: the telemetry store's upkeep
     (`warehouse.tsdb.upkeep.TASKS`: retention drops what its rules say is too old, the tiers
-    fold the new samples), then the due dynamic tables refresh (those that would be late before
-    the next pass, `interval_s` later, included)."""
+    fold the new samples, compaction moves closed windows into compressed blocks), then the due
+    dynamic tables refresh (those that would be late before the next pass, `interval_s` later,
+    included)."""
     from warehouse.tsdb.upkeep import TASKS, Task
 
     #: What the rows a task reports count toward on /metrics.

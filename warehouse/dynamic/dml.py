@@ -175,7 +175,7 @@ def _build(name: str, plan: Plan, keys: list[str]) -> RefreshSql:
         regroup=regroup,
         regroup_facts=regroup_facts,
         count_visible=_count(target),
-        count_facts=_count(_rows_of(plan.sources[0])),
+        count_facts=_count_rows_of(plan.sources[0]),
     )
 
 
@@ -209,10 +209,18 @@ def _batches_of(source: str) -> exp.Table:
     return _stored(source, relations.BATCHES, db="")
 
 
-def _rows_of(source: str) -> exp.Table:
-    """The table whose count(*) is `source`'s: gpu_metrics is a view, its samples are a table
-    (DuckDB counts a table from its metadata, a view by running it)."""
-    return _stored(source, relations.SAMPLES, db="main")
+def _count_rows_of(source: str) -> Step:
+    """The count of `source`'s rows. gpu_metrics is a view: its hot samples are a table
+    (DuckDB counts a table from its metadata, a view by running it) and its blocks say how many
+    samples they hold."""
+    if not relations.is_view(source):
+        return _count(_stored(source, "", db="main"))
+    return step(
+        _parse(
+            f"SELECT (SELECT count(*) FROM {relations.HOT}) + "
+            f"(SELECT coalesce(sum(samples), 0) FROM {relations.BLOCKS})"
+        )
+    )
 
 
 def _stored(source: str, for_view: str, db: str) -> exp.Table:

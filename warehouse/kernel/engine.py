@@ -2,7 +2,8 @@
 
 An `Engine` owns one database file: it resolves where the file is, opens it (saying clearly when
 another process holds it), brings its schema up to date (`warehouse.kernel.migrations`), loads the
-reference tables (`warehouse.kernel.reference`), and binds the model functions. Everything else
+reference tables (`warehouse.kernel.reference`), and binds the model functions and the
+decoder of the telemetry's compressed blocks (`warehouse.kernel.blocks`). Everything else
 asks it for cursors.
 """
 
@@ -21,6 +22,7 @@ import pyarrow as pa
 
 from udfs import registry
 from warehouse.errors import DatabaseLocked, UserError, one_line
+from warehouse.kernel import blocks
 from warehouse.kernel.arrow_tables import insert_arrow, table_schema
 from warehouse.kernel.migrations import applied_version, check_version, migrate
 from warehouse.kernel.reference import load_reference_tables
@@ -109,6 +111,7 @@ class Engine:
         self._closed = False
         self.con = self._connect()
         try:
+            blocks.register(self.con)  # the schema's gpu_metrics view reads cold blocks with it
             if not read_only:
                 migrate(self.con)
                 load_reference_tables(self.con)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 
 from warehouse.errors import SchemaTooNew
-from warehouse.kernel import catalog
+from warehouse.kernel import blocks, catalog
 from warehouse.kernel.transactions import transaction
 
 _MIGRATIONS_DDL = """
@@ -47,6 +47,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     """Apply every schema step the file lacks, each in its own transaction; return them."""
     con.execute(_MIGRATIONS_DDL)
     check_version(con)
+    blocks.register(con)  # gpu_metrics (0021) decodes the cold blocks with it
     # By the set of recorded steps, not the highest: a step filling a numbering gap is applied
     # to a file that already has the steps after it.
     done = {v for (v,) in con.sql("SELECT version FROM wanka.schema_migrations").fetchall()}

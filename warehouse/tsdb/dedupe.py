@@ -28,8 +28,8 @@ from typing import Any, Protocol
 import duckdb
 import pyarrow as pa
 
-from warehouse.tsdb import write
-from warehouse.tsdb.relations import BATCHES, SAME_SERIES, SAMPLES, SERIES
+from warehouse.tsdb import relations, write
+from warehouse.tsdb.relations import BATCHES, HOT, SAME_SERIES, SERIES
 
 
 class Labelled(Protocol):
@@ -136,17 +136,22 @@ def _store_gpu(
             "WHERE dcgm AND series_id IS NOT NULL"
         )
     cur.execute(f"CREATE OR REPLACE TEMP TABLE {ids} AS {matched}")
+    # what is stored already, hot or cold, in the given samples' time range and series
+    _held = relations.samples(
+        ts=("(SELECT min(ts) FROM given)", "(SELECT max(ts) FROM given)"),
+        series="SELECT series_id FROM given",
+    )
     cur.execute(
         f"CREATE OR REPLACE TEMP TABLE {fresh} AS "
         f"WITH given AS (SELECT DISTINCT ON (ids.series_id, s.ts) ids.series_id, s.ts, s.value "
         f"  FROM {samples} s JOIN {ids} ids USING (sid) ORDER BY ids.series_id, s.ts, s.n) "
-        f"SELECT * FROM given g WHERE NOT EXISTS (SELECT 1 FROM {SAMPLES} t "
+        f"SELECT * FROM given g WHERE NOT EXISTS (SELECT 1 FROM {_held} t "
         f"  WHERE t.series_id = g.series_id AND t.ts = g.ts "
         f"  AND t.ts BETWEEN (SELECT min(ts) FROM given) AND (SELECT max(ts) FROM given))"
     )
     try:
         written = cur.execute(
-            f"INSERT INTO {SAMPLES} (series_id, ts, value, batch_id) "
+            f"INSERT INTO {HOT} (series_id, ts, value, batch_id) "
             f"SELECT series_id, ts, value, {batch_id} FROM {fresh} ORDER BY series_id, ts"
         ).fetchall()[0][0]
         if written:

@@ -52,13 +52,13 @@ def run(cur: duckdb.DuckDBPyConnection, text: str, params: Params) -> int:
         raise UserError("RETURNING is not supported on gpu_metrics")
     if isinstance(tree, exp.Insert):
         return _insert(cur, tree, params)
-    if isinstance(tree, exp.Delete):
-        return _changed(cur, *_delete_sql(tree), params)
-    if isinstance(tree, exp.Update):
-        return _changed(cur, *_update_sql(tree), params)
+    if isinstance(tree, exp.Delete | exp.Update):
+        sql, keys, cold = _delete_sql(tree) if isinstance(tree, exp.Delete) else _update_sql(tree)
+        return _changed(cur, sql, keys, params, cold)
     if isinstance(tree, exp.TruncateTable):
         keys = f"SELECT series_id, ts FROM {relations.SAMPLES}"
-        return _changed(cur, f"DELETE FROM {relations.SAMPLES}", keys, None)
+        cur.execute(f"DELETE FROM {relations.BLOCKS}")
+        return _changed(cur, f"DELETE FROM {relations.HOT}", keys, None)
     raise UserError(f"this statement cannot write gpu_metrics: {text[:80]}")
 
 
@@ -67,9 +67,20 @@ def _run(cur: duckdb.DuckDBPyConnection, sql: str, params: Params) -> int:
     return int(rows[0][0]) if rows else 0
 
 
-def _changed(cur: duckdb.DuckDBPyConnection, sql: str, keys: str, params: Params) -> int:
+def _changed(
+    cur: duckdb.DuckDBPyConnection, sql: str, keys: str, params: Params, cold: str = ""
+) -> int:
     """Run an UPDATE or DELETE of samples, first noting the series and times it touches
-    (`keys`, before and after) for the tiers to rebuild."""
+    (`keys`, before and after) for the tiers to rebuild. `cold` counts the compressed samples
+    the statement would touch: it is refused if there are any (blocks are not rewritten)."""
+    if cold and (found := _run(cur, cold, params)):
+        verb = sql.split(maxsplit=1)[0]
+        raise UserError(
+            f"{verb} of gpu_metrics would change {found} samples of closed windows, which are "
+            "stored in compressed blocks and are not rewritten: narrow the WHERE to the open "
+            "window, or drop old samples with retention (ALTER TABLE gpu_metrics SET "
+            "(retention = ...))"
+        )
     tiers.mark(cur, keys, params)
     return _run(cur, sql, params)
 
@@ -141,21 +152,28 @@ def _keys(tables: str, where: str, sets: dict[str, str] | None = None) -> str:
     extra = "".join(f", {value} AS _set{i}" for i, value in enumerate(sets.values()))
     rows = (
         f"SELECT gpu_samples.series_id, unnest({times}) AS ts{extra} "
-        f"FROM {relations.SAMPLES}, {tables} WHERE {_JOIN}{where}"
+        f"FROM {relations.HOT}, {tables} WHERE {_JOIN}{where}"
     )
     return f"SELECT series_id, ts FROM ({rows})"
 
 
-def _delete_sql(tree: exp.Delete) -> tuple[str, str]:
+def _cold(tables: str, where: str) -> str:
+    """The count of compressed samples a statement's WHERE selects."""
+    return (
+        f"SELECT count(*) FROM ({relations.cold()}) AS gpu_samples, {tables} WHERE {_JOIN}{where}"
+    )
+
+
+def _delete_sql(tree: exp.Delete) -> tuple[str, str, str]:
     alias = _alias(tree.this)
     where = _where(tree, alias)
     using = [u.sql(dialect="duckdb") for u in tree.args.get("using") or []]
     tables = ", ".join([relations.SERIES, *using])
-    delete = f"DELETE FROM {relations.SAMPLES} USING {tables} WHERE {_JOIN}{where}"
-    return delete, _keys(tables, where)
+    delete = f"DELETE FROM {relations.HOT} USING {tables} WHERE {_JOIN}{where}"
+    return delete, _keys(tables, where), _cold(tables, where)
 
 
-def _update_sql(tree: exp.Update) -> tuple[str, str]:
+def _update_sql(tree: exp.Update) -> tuple[str, str, str]:
     alias = _alias(tree.this)
     sets = []
     values: dict[str, str] = {}
@@ -175,8 +193,8 @@ def _update_sql(tree: exp.Update) -> tuple[str, str]:
         ", " + ", ".join(e.sql(dialect="duckdb") for e in extra.expressions) if extra else ""
     )
     where = _where(tree, alias)
-    update = f"UPDATE {relations.SAMPLES} SET {', '.join(sets)} FROM {tables} WHERE {_JOIN}{where}"
-    return update, _keys(tables, where, values)
+    update = f"UPDATE {relations.HOT} SET {', '.join(sets)} FROM {tables} WHERE {_JOIN}{where}"
+    return update, _keys(tables, where, values), _cold(tables, where)
 
 
 def _alias(target: exp.Expression) -> str:

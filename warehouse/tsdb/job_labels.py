@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import duckdb
 
-from warehouse.tsdb.relations import SAMPLES, SERIES
+from warehouse.tsdb.relations import HOT, SERIES
 
 #: A job's stretch on a GPU ends where the GPU went this long without a sample carrying it.
 STRETCH_GAP = "INTERVAL 5 MINUTE"
@@ -52,11 +52,12 @@ def note_gpus(cur: duckdb.DuckDBPyConnection, known_series: int) -> None:
 
 def note_labels(cur: duckdb.DuckDBPyConnection, batches: str) -> None:
     """Record the job labels of the samples of `batches` (a SQL list or subquery of batch ids)."""
+    # The batches were just appended: their samples are hot.
     # The batch's series first, materialised: else the label tests go down into the scan of
     # wanka.gpu_series and parse the labels of every series there, not just the batch's.
     seen = (
         "WITH r AS MATERIALIZED (SELECT r.host, r.gpu, r.uuid, r.labels, s.lo, s.hi "
-        f"FROM (SELECT series_id, min(ts) AS lo, max(ts) AS hi FROM {SAMPLES} "
+        f"FROM (SELECT series_id, min(ts) AS lo, max(ts) AS hi FROM {HOT} "
         f"WHERE batch_id IN ({batches}) GROUP BY series_id) s "
         f"JOIN {SERIES} r ON r.series_id = s.series_id "
         "WHERE r.labels IS NOT NULL AND r.gpu IS NOT NULL) "

@@ -3,11 +3,12 @@
 `ALTER TABLE gpu_metrics SET (retention = '14 days')` (admin; `RESET (retention)` or
 `retention = NONE` removes it) or `wanka retention gpu_metrics '14 days'` keeps the rule in
 wanka.retention. `apply` — on the scheduler, on `wanka retention --apply` — deletes the samples
-older than now() − keep, one transaction per day of dropped range, each marked in
-wanka.retention_running so the change triggers do not log it (sql/schema/0012): no incremental
-refresh recomputes the groups of dropped rows. Whether a dynamic table keeps what it derived
-(a FULL refresh recomputes only the buckets the table still holds whole; a rule it could not
-keep its rows under is refused) is `warehouse.dynamic.retention`'s.
+older than now() − keep (compressed blocks whole, once their newest sample is), one transaction
+per day of dropped range, each marked in wanka.retention_running so the change triggers do not
+log it (sql/schema/0012): no incremental refresh recomputes the groups of dropped rows. Whether
+a dynamic table keeps what it derived (a FULL refresh recomputes only the buckets the table
+still holds whole; a rule it could not keep its rows under is refused) is
+`warehouse.dynamic.retention`'s.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from warehouse.kernel.transactions import transaction
 from warehouse.tsdb import relations, tiers
 
 #: Tables a rule may be set on: their time column and the table whose rows are deleted.
-TIME_TABLES = {"gpu_metrics": ("ts", relations.SAMPLES)}
+TIME_TABLES = {"gpu_metrics": ("ts", relations.HOT)}
 STEP = timedelta(days=1)
 #: The most samples one step drops. A DELETE on the samples hands its statement triggers the
 #: deleted rows as an OLD TABLE, which DuckDB holds in memory (~110 B a row, 0.29 s a million,
@@ -165,7 +166,7 @@ def apply(
             continue  # the scheduler passes every few seconds: drop in GRAIN steps at least
         oldest = cur.execute(
             f"SELECT min(ts_min) FROM {relations.BATCHES}"  # one row per insert, not a scan
-            if stored == relations.SAMPLES
+            if stored == relations.HOT
             else f"SELECT min({column}) FROM {stored}"
         ).fetchall()[0][0]
         edge = max(oldest, rule.held_from or oldest) if oldest is not None else cutoff
@@ -177,7 +178,8 @@ def apply(
                 cur.execute("INSERT INTO wanka.retention_running VALUES (?)", [rule.table])
                 found = cur.execute(f"DELETE FROM {stored} WHERE {column} < ?", [edge])
                 rows += int(found.fetchall()[0][0])
-                if stored == relations.SAMPLES:
+                if stored == relations.HOT:
+                    rows += _drop_blocks(cur, edge)
                     cur.execute(f"DELETE FROM {relations.BATCHES} WHERE ts_max < ?", [edge])
                 cur.execute(
                     "DELETE FROM wanka.retention_running WHERE table_name = ?", [rule.table]
@@ -191,6 +193,15 @@ def apply(
                 break
         done.append(Applied(rule.table, cutoff, rows, steps))
     return done
+
+
+def _drop_blocks(cur: duckdb.DuckDBPyConnection, edge: datetime) -> int:
+    """Drop the compressed blocks wholly older than `edge` (a block is kept, or dropped,
+    whole: one that straddles the edge goes on a later pass); the samples they held."""
+    dropped = cur.execute(
+        f"DELETE FROM {relations.BLOCKS} WHERE ts_max < ? RETURNING samples", [edge]
+    ).fetchall()
+    return sum(int(n) for (n,) in dropped)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from datetime import datetime
 import duckdb
 
 from warehouse.kernel.transactions import transaction
-from warehouse.tsdb.relations import BATCHES, LABEL_COLUMNS, SAMPLES, SERIES
+from warehouse.tsdb.relations import BATCHES, HOT, LABEL_COLUMNS, SERIES, samples
 
 #: Each tier's table and bucket width.
 TIERS = {"wanka.gpu_tier_1m": "1 minute", "wanka.gpu_tier_1h": "1 hour"}
@@ -104,9 +104,7 @@ def _fold(cur: duckdb.DuckDBPyConnection) -> int:
             _recompute(cur)
         return 0
     window = {"lo": low, "hi": high}
-    source = (
-        f"(SELECT series_id, ts, value FROM {SAMPLES} WHERE batch_id > $lo AND batch_id <= $hi)"
-    )
+    source = f"(SELECT series_id, ts, value FROM {samples(batches=('$lo + 1', '$hi'))})"
     for table, width in TIERS.items():
         cur.execute(_merge(table, width, source), window)
     if dirty:
@@ -139,14 +137,12 @@ def _merge_twins(cur: duckdb.DuckDBPyConnection) -> None:
         + ") AS p(twin, first)"
     )
     cur.execute(
-        f"INSERT INTO wanka.tier_dirty SELECT p.first, s.ts FROM {SAMPLES} s "
+        f"INSERT INTO wanka.tier_dirty SELECT p.first, s.ts FROM {HOT} s "
         f"JOIN {pairs} ON s.series_id = p.twin"
     )
     for table in TIERS:
         cur.execute(f"DELETE FROM {table} t USING {pairs} WHERE t.series_id = p.twin")
-    cur.execute(
-        f"UPDATE {SAMPLES} s SET series_id = p.first FROM {pairs} WHERE s.series_id = p.twin"
-    )
+    cur.execute(f"UPDATE {HOT} s SET series_id = p.first FROM {pairs} WHERE s.series_id = p.twin")
     cur.execute(f"DELETE FROM {SERIES} s USING {pairs} WHERE s.series_id = p.twin")
 
 
@@ -160,6 +156,13 @@ def _recompute(cur: duckdb.DuckDBPyConnection) -> None:
     """Rebuild the tier buckets of the dirty keys from the samples (those retention holds
     whole), after the new batches were merged, then forget the keys."""
     held = _held(cur)
+    dirty_samples = samples(
+        ts=(
+            "(SELECT min(ts) - INTERVAL 1 HOUR FROM wanka.tier_dirty)",
+            "(SELECT max(ts) + INTERVAL 1 HOUR FROM wanka.tier_dirty)",
+        ),
+        series="SELECT series_id FROM wanka.tier_dirty",
+    )
     for table, width in TIERS.items():
         bucket = f"time_bucket(INTERVAL '{width}', ts)"
         touched = f"(SELECT DISTINCT series_id, {bucket} AS bucket FROM wanka.tier_dirty)"
@@ -170,12 +173,12 @@ def _recompute(cur: duckdb.DuckDBPyConnection) -> None:
             f"WHERE t.series_id = k.series_id AND t.bucket = k.bucket AND {whole}",
             values,
         )
-        samples = (
-            f"(SELECT s.series_id, s.ts, s.value FROM {SAMPLES} s "
+        samples_ = (
+            f"(SELECT s.series_id, s.ts, s.value FROM {dirty_samples} s "
             f"JOIN {touched} AS k ON k.series_id = s.series_id "
             f"AND s.ts >= k.bucket AND s.ts < k.bucket + INTERVAL '{width}' WHERE {whole})"
         )
-        cur.execute(f"INSERT INTO {table} {_rows(width, samples)} ORDER BY 2, 1", values)
+        cur.execute(f"INSERT INTO {table} {_rows(width, samples_)} ORDER BY 2, 1", values)
     cur.execute("DELETE FROM wanka.tier_dirty")
 
 

@@ -1,8 +1,8 @@
 """The store's own upkeep, as a list of named tasks the serve process schedules (each one of
 its jobs, with its metrics): retention drops what its rules no longer keep, then the
 downsampling tiers fold the batches that arrived since the last pass (`tiers.fold`, which
-`wanka refresh` also runs first). A new kind of upkeep (compaction of closed windows) is one
-more `Task` here."""
+`wanka refresh` also runs first), then compaction moves the samples of closed windows into
+compressed blocks (`compact`). A new kind of upkeep is one more `Task` here."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from warehouse.tsdb import retention, tiers
+from warehouse.tsdb import compact, retention, tiers
 
 #: What one pass of a task did: (table, rows) for each table it changed rows of.
 Done = Sequence[tuple[str, int]]
@@ -34,5 +34,11 @@ def _fold(cur: duckdb.DuckDBPyConnection) -> Done:
     return []  # the tiers are rebuilt from what is held: no rows of a table change
 
 
-#: In the order a pass runs them: retention before the fold, as the fold covers what it keeps.
-TASKS = (Task("retention", _drop), Task("tiers", _fold))
+def _compact(cur: duckdb.DuckDBPyConnection) -> Done:
+    moved = compact.compact(cur)
+    return [("gpu_metrics", sum(m.samples for m in moved))] if moved else []
+
+
+#: In the order a pass runs them: retention before the fold, as the fold covers what it keeps;
+#: compaction last, so what it moves was folded (the fold would find it in the blocks anyway).
+TASKS = (Task("retention", _drop), Task("tiers", _fold), Task("compaction", _compact))

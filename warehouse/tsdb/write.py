@@ -28,12 +28,13 @@ from warehouse.tsdb import tiers
 from warehouse.tsdb.codes import series_codes
 from warehouse.tsdb.relations import (
     BATCHES,
+    BLOCKS,
     COLUMNS,
+    HOT,
     LABEL_COLUMNS,
     REQUIRED,
     SAME_SERIES,
     SAMPLE_COLUMNS,
-    SAMPLES,
     SERIES,
     is_view,
 )
@@ -57,7 +58,8 @@ NOTHING = Written(0, (), 0)
 def clear(cur: duckdb.DuckDBPyConnection, table: str) -> None:
     """Delete every row of `table`; for gpu_metrics its samples and then its series."""
     if is_view(table):
-        cur.execute(f"DELETE FROM {SAMPLES}")
+        cur.execute(f"DELETE FROM {HOT}")
+        cur.execute(f"DELETE FROM {BLOCKS}")
         cur.execute(f"DELETE FROM {SERIES}")
         cur.execute(f"DELETE FROM {BATCHES}")
         tiers.clear(cur)
@@ -167,7 +169,7 @@ def _store(
     try:
         known = add_series(cur, series)
         written = cur.execute(
-            f"INSERT INTO {SAMPLES} (series_id, ts, value, batch_id) {samples}"
+            f"INSERT INTO {HOT} (series_id, ts, value, batch_id) {samples}"
         ).fetchall()
         logged = cur.execute(
             f"INSERT INTO {BATCHES} SELECT {batch}, count(*), min(ts), max(ts) FROM {rows} AS x "

@@ -107,10 +107,10 @@ def test_a_pass_that_cannot_get_the_write_gate_is_skipped(core: Core) -> None:
     scheduler.stop()
 
 
-def test_serve_runs_retention_then_tiers_then_refresh(core: Core) -> None:
+def test_serve_runs_retention_then_tiers_then_compaction_then_refresh(core: Core) -> None:
     jobs = upkeep_jobs(10.0, core.metrics)
     assert [(j.name, j.interval_s) for j in jobs] == [
-        ("retention", 10.0), ("tiers", 10.0), ("refresh", 10.0)
+        ("retention", 10.0), ("tiers", 10.0), ("compaction", 10.0), ("refresh", 10.0)
     ]  # fmt: skip
 
 
