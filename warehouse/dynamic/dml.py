@@ -22,7 +22,7 @@ from warehouse.dynamic.plan.joins import changes_table
 from warehouse.dynamic.plan.kinds import Aggregate, Append, Full, Groups, Plan, Recompute
 from warehouse.kernel.tables import TRACKED
 from warehouse.promql import sql_function
-from warehouse.tsdb import relations
+from warehouse.tsdb import prune, relations
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,8 @@ class Step:
 
 def step(tree: exp.Expr) -> Step:
     params = frozenset(p.name for p in tree.find_all(exp.Placeholder) if p.name)
+    # a bounded read of gpu_metrics decodes only the compressed blocks it needs
+    tree = prune.rewrite(tree.copy()) or tree
     return Step(tree.sql("duckdb"), params)
 
 

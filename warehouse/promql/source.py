@@ -14,7 +14,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from warehouse.promql.plan import Plan, PromQLError, text
-from warehouse.tsdb.relations import SAMPLES, SERIES
+from warehouse.tsdb import relations
+from warehouse.tsdb.relations import SERIES
 
 _ENTRY = "{{'key': {key}, 'value': {value}}}"
 _JSON_MAP = "map_entries(CAST(coalesce({0}, '{{}}')::JSON AS MAP(VARCHAR, VARCHAR)))"
@@ -184,10 +185,14 @@ def samples(plan: Plan, series: str, lo_ms: int, hi_ms: int) -> str:
     """A CTE of the samples of `series` in [lo_ms, hi_ms]: sid, ts (ms), v, stale (a
     staleness marker: where the series ended, no value)."""
     window = f"ts BETWEEN {timestamp(lo_ms)} AND {timestamp(hi_ms)}"
+    # the cold blocks of the window and series only, decoded to those samples
+    held = relations.samples(
+        ts=(timestamp(lo_ms), timestamp(hi_ms)), series=f"SELECT sid FROM {series}"
+    )
     return plan.add(
         "samples",
         f"SELECT x.sid, epoch_ms(s.ts) AS ts, s.value AS v, false AS stale\n"
-        f"FROM {SAMPLES} s JOIN {series} x ON s.series_id = x.sid WHERE s.{window}\n"
+        f"FROM {held} s JOIN {series} x ON s.series_id = x.sid WHERE s.{window}\n"
         f"UNION ALL\n"
         f"SELECT x.sid, epoch_ms(p.ts), p.value, false\n"
         f"FROM prom_samples p JOIN {series} x\n"

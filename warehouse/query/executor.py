@@ -30,7 +30,7 @@ from warehouse.dynamic import statements as dynamic
 from warehouse.errors import sql_error
 from warehouse.parsing.script import Script, Statement, parse
 from warehouse.query import prepared
-from warehouse.tsdb import dml, retention
+from warehouse.tsdb import dml, prune, relations, retention
 
 BATCH_ROWS = 65_536
 
@@ -84,15 +84,26 @@ def run(
             count = dml.run(cur, statement.text, params)
             table = pa.table({"Count": pa.array([count], pa.int64())})
             return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+        text = _pruned(statement)
         if DIRECT and statement.type == "SELECT":
             values = list(params) if isinstance(params, Sequence) else params
-            return _select(cur, statement.text, values or None, batch_rows, prepare)
-        relation = cur.sql(statement.parsed or statement.text, params=params)
+            return _select(cur, text, values or None, batch_rows, prepare)
+        pruned = text is not statement.text
+        relation = cur.sql(text if pruned else statement.parsed or text, params=params)
         if relation is None:
             return pa.RecordBatchReader.from_batches(pa.schema([]), [])
         return relation.to_arrow_reader(batch_rows)
     except duckdb.Error as error:
         raise sql_error(error) from None
+
+
+def _pruned(statement: Statement) -> str:
+    """The statement's text, with its bounded reads of gpu_metrics given only the compressed
+    blocks they need (`warehouse.tsdb.prune`); the text itself when it has none."""
+    if not any(relations.is_view(name) for (_catalog, _schema, name) in statement.reads.tables):
+        return statement.text
+    found = prune.rewrite_sql(statement.text)
+    return statement.text if found == statement.text else found
 
 
 def _select(

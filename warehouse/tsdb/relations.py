@@ -54,12 +54,14 @@ def samples(
     ts: tuple[Bound, Bound] = (None, None),
     batches: tuple[Bound, Bound] = (None, None),
     series: str | None = None,
+    metrics: str | None = None,
 ) -> str:
     """A relation (series_id, ts, value, batch_id) of every sample, hot and cold, as SQL in
     parentheses. Bounds are SQL expressions (inclusive; None: open): only the blocks whose
     statistics meet them are decoded, and only their samples within them come out. `series`, a
-    query of one column of series ids, keeps the blocks and samples of those series only (the
-    hot samples are left to the caller's join).
+    query of one column of series ids, keeps the blocks and samples of those series only, and
+    `metrics`, a SQL list of metric names, the blocks of those metrics (the hot samples are left
+    to the caller's join).
 
     >>> "gpu_blocks" in samples(), "wanka_block(data, NULL, NULL" in samples()
     (True, True)
@@ -72,7 +74,7 @@ def samples(
     ]
     return (
         f"(SELECT series_id, ts, value, batch_id FROM {HOT}{_where(hot)}\n"
-        f" UNION ALL\n {cold(ts, batches, series)})"
+        f" UNION ALL\n {cold(ts, batches, series, metrics)})"
     )
 
 
@@ -80,6 +82,7 @@ def cold(
     ts: tuple[Bound, Bound] = (None, None),
     batches: tuple[Bound, Bound] = (None, None),
     series: str | None = None,
+    metrics: str | None = None,
 ) -> str:
     """The SELECT of the cold samples (series_id, ts, value, batch_id) within the bounds, as
     `samples` takes them: the blocks whose statistics meet them, decoded and filtered."""
@@ -89,6 +92,8 @@ def cold(
             found.append(f"{high} >= {lo}")
         if hi is not None:
             found.append(f"{low} <= {hi}")
+    if metrics is not None:
+        found.append(f"metric IN ({metrics})")
     wanted = "NULL"
     if series is not None:
         wanted = f"(SELECT list(DISTINCT w::INTEGER) FROM ({series}) AS _w(w) WHERE w > 0)"

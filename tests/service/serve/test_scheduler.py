@@ -120,7 +120,7 @@ def test_new_settings_restart_a_started_scheduler_with_their_interval(core: Core
     scheduler.start()
     assert scheduler.jobs == []
     scheduler.apply(ServeSettings(None, refresh_interval_s=30.0))
-    assert [j.interval_s for j in scheduler.jobs] == [30.0] * 3
+    assert [j.interval_s for j in scheduler.jobs] == [30.0] * 4
     assert any(t.name == "wanka-scheduler" for t in threading.enumerate())
     scheduler.apply(ServeSettings(None, refresh_interval_s=None))
     assert scheduler.jobs == []

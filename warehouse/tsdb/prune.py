@@ -1,0 +1,192 @@
+"""Reads of `gpu_metrics` given only the compressed blocks they can need.
+
+The `gpu_metrics` view decodes every cold block: DuckDB cannot push a filter on the decoded
+`ts` down to the blocks' statistics. So a statement that reads gpu_metrics with a time, batch
+or metric range in its WHERE is rewritten, before it runs, to read in its place the samples of
+`relations.samples` within that range: the blocks outside are never decoded, and the samples
+of those inside are cut to the range as they are decoded. The statement's own WHERE still
+filters the rows, so the bounds may be wider than the predicates (a `>` becomes `>=`).
+
+A bound is taken from a conjunct of the WHERE of the SELECT that reads gpu_metrics: `ts`,
+`batch_id` compared (`=`, `<`, `<=`, `>`, `>=`, `BETWEEN`) with an expression that names no
+column (literals, parameters, now() - INTERVAL ...), and `metric = '...'` or `metric IN (...)`.
+A column counts when it is qualified by gpu_metrics' name or alias, or unqualified when
+gpu_metrics is the only table that SELECT reads. Anything else is left as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from warehouse.tsdb import relations
+
+_COLUMNS = ", ".join(
+    f"{'s' if c in relations.SAMPLE_COLUMNS else 'r'}.{c}" for c in relations.COLUMNS
+)
+
+
+@dataclass
+class Bounds:
+    """What a read of gpu_metrics is known to need, as SQL expressions."""
+
+    ts: list[str | None] = field(default_factory=lambda: [None, None])
+    batch_id: list[str | None] = field(default_factory=lambda: [None, None])
+    metrics: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return any(b is not None for b in (*self.ts, *self.batch_id)) or bool(self.metrics)
+
+
+def rewrite_sql(sql: str) -> str:
+    """`sql` with each bounded read of gpu_metrics replaced (the text itself when none is).
+
+    >>> "gpu_blocks" in rewrite_sql("SELECT * FROM gpu_metrics WHERE ts > now()")
+    True
+    >>> rewrite_sql("SELECT count(*) FROM gpu_metrics")
+    'SELECT count(*) FROM gpu_metrics'
+    """
+    if relations.VIEW not in sql.lower():
+        return sql
+    try:
+        tree = sqlglot.parse_one(sql, dialect="duckdb")
+    except SqlglotError:
+        return sql
+    done = rewrite(tree)
+    return done.sql(dialect="duckdb") if done is not None else sql
+
+
+def rewrite(tree: exp.Expr) -> exp.Expr | None:
+    """`tree` with each bounded read of gpu_metrics replaced, or None when there is none."""
+    changed = False
+    for table in list(tree.find_all(exp.Table)):
+        if not _is_view(table):
+            continue
+        select = table.find_ancestor(exp.Select)
+        if select is None or not _reads_directly(select, table):
+            continue
+        bounds = _bounds(select, table)
+        if not bounds:
+            continue
+        table.replace(_relation(bounds, table.alias_or_name))
+        changed = True
+    return tree if changed else None
+
+
+def _is_view(table: exp.Table) -> bool:
+    return (
+        isinstance(table.this, exp.Identifier)
+        and table.name.lower() == relations.VIEW
+        and table.db.lower() in ("", "main")
+        and not table.catalog
+    )
+
+
+def _reads_directly(select: exp.Select, table: exp.Table) -> bool:
+    """Whether `table` is a source of `select` itself (FROM or JOIN), not of a subquery."""
+    return any(t is table for t in _sources(select))
+
+
+def _sources(select: exp.Select) -> list[exp.Expression]:
+    found: list[exp.Expression] = []
+    origin = select.args.get("from_") or select.args.get("from")
+    if origin is not None:
+        found.append(origin.this)
+    found.extend(join.this for join in select.args.get("joins") or [])
+    return found
+
+
+def _bounds(select: exp.Select, table: exp.Table) -> Bounds:
+    bounds = Bounds()
+    where = select.args.get("where")
+    if where is None:
+        return bounds
+    alone = len(_sources(select)) == 1
+    name = table.alias_or_name.lower()
+
+    def ours(node: exp.Expression) -> str | None:
+        if not isinstance(node, exp.Column):
+            return None
+        if node.table.lower() == name or (not node.table and alone):
+            return node.name.lower()
+        return None
+
+    for term in _conjuncts(where.this):
+        _note(term, ours, bounds)
+    return bounds
+
+
+def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    if isinstance(node, exp.Paren):
+        return _conjuncts(node.this)
+    return [node]
+
+
+_LOWER = {exp.GT: 0, exp.GTE: 0, exp.LT: 1, exp.LTE: 1, exp.EQ: None}
+_MIRROR = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE, exp.EQ: exp.EQ}
+
+
+def _note(term: exp.Expression, ours: object, bounds: Bounds) -> None:
+    column_of = ours  # (node) -> the gpu_metrics column it is, or None
+    if isinstance(term, exp.Between):
+        column = column_of(term.this)  # type: ignore[operator]
+        if column in ("ts", "batch_id") and _free(term.args["low"]) and _free(term.args["high"]):
+            _set(bounds, column, 0, term.args["low"])
+            _set(bounds, column, 1, term.args["high"])
+        return
+    if isinstance(term, exp.In) and column_of(term.this) == "metric":  # type: ignore[operator]
+        names = term.expressions
+        if names and all(isinstance(n, exp.Literal) and n.is_string for n in names):
+            bounds.metrics.extend(n.sql(dialect="duckdb") for n in names)
+        return
+    kind = type(term)
+    if kind not in _MIRROR:
+        return
+    left, right = term.left, term.right
+    column = column_of(left)  # type: ignore[operator]
+    if column is None:
+        column, right, kind = column_of(right), left, _MIRROR[kind]  # type: ignore[operator]
+    if column == "metric" and kind is exp.EQ and isinstance(right, exp.Literal):
+        bounds.metrics.append(right.sql(dialect="duckdb"))
+    elif column in ("ts", "batch_id") and _free(right):
+        side = _LOWER[kind]
+        for at in (0, 1) if side is None else (side,):
+            _set(bounds, column, at, right)
+
+
+def _free(node: exp.Expression) -> bool:
+    """Whether `node` can be evaluated outside the query: it names no column, has no subquery
+    and no aggregate."""
+    return not any(
+        isinstance(n, exp.Column | exp.Select | exp.Subquery | exp.AggFunc | exp.Star)
+        or (isinstance(n, exp.Placeholder) and not n.name)  # `?`: a copy would shift the rest
+        for n in node.walk()
+    )
+
+
+def _set(bounds: Bounds, column: str, at: int, value: exp.Expression) -> None:
+    held = getattr(bounds, column)
+    kind = "TIMESTAMPTZ" if column == "ts" else "BIGINT"
+    text = f"CAST({value.sql(dialect='duckdb')} AS {kind})"
+    if held[at] is None:
+        held[at] = text
+    else:  # two bounds on one side: the tighter one
+        held[at] = f"{'greatest' if at == 0 else 'least'}({held[at]}, {text})"
+
+
+def _relation(bounds: Bounds, alias: str) -> exp.Expression:
+    samples = relations.samples(
+        ts=(bounds.ts[0], bounds.ts[1]),
+        batches=(bounds.batch_id[0], bounds.batch_id[1]),
+        metrics=", ".join(bounds.metrics) or None,
+    )
+    sql = (
+        f"(SELECT {_COLUMNS} FROM {samples} AS s "
+        f"JOIN {relations.SERIES} AS r ON r.series_id = s.series_id) AS {alias}"
+    )
+    return sqlglot.parse_one(f"SELECT * FROM {sql}", dialect="duckdb").args["from_"].this
