@@ -16,6 +16,7 @@ gpu_metrics is the only table that SELECT reads. Anything else is left as it was
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -90,8 +91,8 @@ def _reads_directly(select: exp.Select, table: exp.Table) -> bool:
     return any(t is table for t in _sources(select))
 
 
-def _sources(select: exp.Select) -> list[exp.Expression]:
-    found: list[exp.Expression] = []
+def _sources(select: exp.Select) -> list[exp.Expr]:
+    found: list[exp.Expr] = []
     origin = select.args.get("from_") or select.args.get("from")
     if origin is not None:
         found.append(origin.this)
@@ -107,7 +108,7 @@ def _bounds(select: exp.Select, table: exp.Table) -> Bounds:
     alone = len(_sources(select)) == 1
     name = table.alias_or_name.lower()
 
-    def ours(node: exp.Expression) -> str | None:
+    def ours(node: exp.Expr) -> str | None:  # the gpu_metrics column `node` is, if any
         if not isinstance(node, exp.Column):
             return None
         if node.table.lower() == name or (not node.table and alone):
@@ -119,7 +120,7 @@ def _bounds(select: exp.Select, table: exp.Table) -> Bounds:
     return bounds
 
 
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
     if isinstance(node, exp.And):
         return _conjuncts(node.left) + _conjuncts(node.right)
     if isinstance(node, exp.Paren):
@@ -127,39 +128,51 @@ def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
     return [node]
 
 
-_LOWER = {exp.GT: 0, exp.GTE: 0, exp.LT: 1, exp.LTE: 1, exp.EQ: None}
-_MIRROR = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE, exp.EQ: exp.EQ}
+_LOWER: dict[type[exp.Binary], int | None] = {
+    exp.GT: 0,
+    exp.GTE: 0,
+    exp.LT: 1,
+    exp.LTE: 1,
+    exp.EQ: None,
+}
+_MIRROR: dict[type[exp.Binary], type[exp.Binary]] = {
+    exp.GT: exp.LT,
+    exp.GTE: exp.LTE,
+    exp.LT: exp.GT,
+    exp.LTE: exp.GTE,
+    exp.EQ: exp.EQ,
+}
 
 
-def _note(term: exp.Expression, ours: object, bounds: Bounds) -> None:
-    column_of = ours  # (node) -> the gpu_metrics column it is, or None
+def _note(term: exp.Expr, column_of: Callable[[exp.Expr], str | None], bounds: Bounds) -> None:
+    """Add to `bounds` what one conjunct of the WHERE says of gpu_metrics' columns."""
     if isinstance(term, exp.Between):
-        column = column_of(term.this)  # type: ignore[operator]
+        column = column_of(term.this)
         if column in ("ts", "batch_id") and _free(term.args["low"]) and _free(term.args["high"]):
             _set(bounds, column, 0, term.args["low"])
             _set(bounds, column, 1, term.args["high"])
         return
-    if isinstance(term, exp.In) and column_of(term.this) == "metric":  # type: ignore[operator]
+    if isinstance(term, exp.In) and column_of(term.this) == "metric":
         names = term.expressions
         if names and all(isinstance(n, exp.Literal) and n.is_string for n in names):
             bounds.metrics.extend(n.sql(dialect="duckdb") for n in names)
         return
-    kind = type(term)
-    if kind not in _MIRROR:
+    if not isinstance(term, exp.Binary) or type(term) not in _MIRROR:
         return
-    left, right = term.left, term.right
-    column = column_of(left)  # type: ignore[operator]
+    kind: type[exp.Binary] = type(term)
+    other = term.right
+    column = column_of(term.left)
     if column is None:
-        column, right, kind = column_of(right), left, _MIRROR[kind]  # type: ignore[operator]
-    if column == "metric" and kind is exp.EQ and isinstance(right, exp.Literal):
-        bounds.metrics.append(right.sql(dialect="duckdb"))
-    elif column in ("ts", "batch_id") and _free(right):
+        column, other, kind = column_of(term.right), term.left, _MIRROR[kind]
+    if column == "metric" and kind is exp.EQ and isinstance(other, exp.Literal):
+        bounds.metrics.append(other.sql(dialect="duckdb"))
+    elif column in ("ts", "batch_id") and _free(other):
         side = _LOWER[kind]
         for at in (0, 1) if side is None else (side,):
-            _set(bounds, column, at, right)
+            _set(bounds, column, at, other)
 
 
-def _free(node: exp.Expression) -> bool:
+def _free(node: exp.Expr) -> bool:
     """Whether `node` can be evaluated outside the query: it names no column, has no subquery
     and no aggregate."""
     return not any(
@@ -169,7 +182,7 @@ def _free(node: exp.Expression) -> bool:
     )
 
 
-def _set(bounds: Bounds, column: str, at: int, value: exp.Expression) -> None:
+def _set(bounds: Bounds, column: str, at: int, value: exp.Expr) -> None:
     held = getattr(bounds, column)
     kind = "TIMESTAMPTZ" if column == "ts" else "BIGINT"
     text = f"CAST({value.sql(dialect='duckdb')} AS {kind})"
@@ -179,7 +192,7 @@ def _set(bounds: Bounds, column: str, at: int, value: exp.Expression) -> None:
         held[at] = f"{'greatest' if at == 0 else 'least'}({held[at]}, {text})"
 
 
-def _relation(bounds: Bounds, alias: str) -> exp.Expression:
+def _relation(bounds: Bounds, alias: str) -> exp.Expr:
     samples = relations.samples(
         ts=(bounds.ts[0], bounds.ts[1]),
         batches=(bounds.batch_id[0], bounds.batch_id[1]),
@@ -189,4 +202,5 @@ def _relation(bounds: Bounds, alias: str) -> exp.Expression:
         f"(SELECT {_COLUMNS} FROM {samples} AS s "
         f"JOIN {relations.SERIES} AS r ON r.series_id = s.series_id) AS {alias}"
     )
-    return sqlglot.parse_one(f"SELECT * FROM {sql}", dialect="duckdb").args["from_"].this
+    found: exp.Expr = sqlglot.parse_one(f"SELECT * FROM {sql}", dialect="duckdb").args["from_"].this
+    return found
