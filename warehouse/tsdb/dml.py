@@ -10,6 +10,10 @@ transaction:
   (columns of gpu_metrics name either table's columns: their names do not overlap);
 - UPDATE: the same, for SET of value, ts or batch_id. The other columns name the series a
   sample belongs to; changing them is a DELETE and an INSERT, and is refused with that advice.
+  An UPDATE or DELETE that would touch a compressed sample (wanka.gpu_blocks) is refused:
+  blocks are not rewritten.
+- TRUNCATE: the samples and every block; the blocks' samples are logged as deleted rows, as
+  the triggers log the hot ones, so a dynamic table over gpu_metrics sees them go.
 
 The triggers on wanka.gpu_samples log each statement as a change of gpu_metrics, as before;
 the samples an UPDATE or DELETE touches are noted for the downsampling tiers to rebuild
@@ -56,9 +60,9 @@ def run(cur: duckdb.DuckDBPyConnection, text: str, params: Params) -> int:
         sql, keys, cold = _delete_sql(tree) if isinstance(tree, exp.Delete) else _update_sql(tree)
         return _changed(cur, sql, keys, params, cold)
     if isinstance(tree, exp.TruncateTable):
-        keys = f"SELECT series_id, ts FROM {relations.SAMPLES}"
-        cur.execute(f"DELETE FROM {relations.BLOCKS}")
-        return _changed(cur, f"DELETE FROM {relations.HOT}", keys, None)
+        tiers.mark(cur, f"SELECT series_id, ts FROM {relations.SAMPLES}")  # hot and cold
+        dropped = _drop_blocks(cur)
+        return dropped + _run(cur, f"DELETE FROM {relations.HOT}", None)
     raise UserError(f"this statement cannot write gpu_metrics: {text[:80]}")
 
 
@@ -83,6 +87,29 @@ def _changed(
         )
     tiers.mark(cur, keys, params)
     return _run(cur, sql, params)
+
+
+def _drop_blocks(cur: duckdb.DuckDBPyConnection) -> int:
+    """Drop every compressed block, logging its samples as deleted rows of gpu_metrics as the
+    triggers on the hot samples log theirs (sql/schema/0012_compact_telemetry.sql), so a
+    dynamic table over gpu_metrics sees the change; the samples dropped."""
+    logged = cur.execute(
+        "INSERT INTO wanka.table_changes SELECT 'gpu_metrics', nextval('wanka.batch_seq'), "
+        f"'delete', sum(samples), now() FROM {relations.BLOCKS} HAVING count(*) > 0 "
+        "RETURNING rows"
+    ).fetchall()
+    if not logged:
+        return 0
+    cur.execute(
+        'INSERT INTO wanka."changes_gpu_metrics" '
+        "SELECT o.ts, r.host, r.gpu, r.uuid, r.model, r.metric, o.value, r.labels, o.batch_id, "
+        f"currval('wanka.batch_seq'), 'deleted' FROM ({relations.cold()}) o "
+        f"JOIN {relations.SERIES} r ON r.series_id = o.series_id "
+        "WHERE EXISTS (SELECT 1 FROM wanka.dynamic_tables "
+        "WHERE list_contains(sources, 'gpu_metrics'))"
+    )
+    cur.execute(f"DELETE FROM {relations.BLOCKS}")
+    return int(logged[0][0])
 
 
 def _insert(cur: duckdb.DuckDBPyConnection, tree: exp.Insert, params: Params) -> int:
