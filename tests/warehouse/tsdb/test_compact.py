@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import Draw, examples
+from tests.conftest import Draw, examples, invoke_wanka
 from tests.warehouses import Warehouses
 from warehouse.dynamic import retention as checked
 from warehouse.errors import UserError
@@ -591,3 +591,44 @@ def test_writes_and_compactions_interleaved_do_what_they_do_to_a_plain_table(
     assert mine == plain
     cold = count(cur, "SELECT coalesce(sum(samples), 0) FROM wanka.gpu_blocks")
     assert cold == count(cur, "SELECT count(*) FROM plain WHERE compacted")
+
+
+def test_a_refresh_and_a_fold_behind_a_compaction_find_their_batches_in_the_blocks(
+    eng: Engine,
+) -> None:
+    """Samples appended and compacted before the next refresh or fold are read from the blocks:
+    the dynamic table and the tiers equal their recomputes, incrementally."""
+    cur = eng.cursor()
+    append(cur, grid(2))
+    execute(cur, PER_HOST).read_all()
+    tiers.fold(cur)
+    for hours in (2, 4):  # the next windows, each compacted before anything reads it
+        later = grid(2)
+        later = later.set_column(0, "ts", pa.compute.add(later["ts"], pa.scalar(
+            timedelta(hours=hours), pa.duration("us"))))  # fmt: skip
+        append(cur, later)
+        compact.compact(cur, now=FAR, block_samples=2)
+        assert count(cur, "SELECT count(*) FROM wanka.gpu_samples") == 0
+        result = _refresh(cur)
+        assert result["refresh_mode"] == "incremental", result
+        tiers.fold(cur)
+        for tier, recompute in tiers.RECOMPUTE.items():
+            held = sorted(cur.sql(f"SELECT * FROM {tier}").fetchall(), key=repr)
+            assert held == sorted(cur.sql(recompute).fetchall(), key=repr), tier
+
+
+def test_wanka_compact_moves_closed_windows_and_says_what_it_moved(cli_db: Path) -> None:
+    old = grid(2)
+    old = old.set_column(0, "ts", pa.array([datetime(2020, 1, 1, tzinfo=UTC)] * len(old),
+                                           pa.timestamp("us", tz="UTC")))  # fmt: skip
+    with Engine(str(cli_db)) as eng:
+        append(eng.cursor(), old)
+        before = rows(eng.cursor())
+    done = invoke_wanka("--db", str(cli_db), "compact")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("2020-01-01 00:00 DCGM_FI_DEV_GPU_UTIL: 36 samples in 1 blocks")
+    assert lines[-1].startswith("compacted 72 samples of 2 window-metrics")
+    with Engine(str(cli_db)) as eng:
+        assert rows(eng.cursor()) == before
+        assert count(eng.cursor(), "SELECT count(*) FROM wanka.gpu_samples") == 0
