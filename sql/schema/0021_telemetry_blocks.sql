@@ -40,7 +40,7 @@ CREATE TABLE wanka.gpu_blocks (
     value_min           DOUBLE,
     value_max           DOUBLE,
     value_first         DOUBLE,               -- the value of its earliest and latest sample
-    value_last          DOUBLE,               -- (of equal times, the lowest series)
+    value_last          DOUBLE,               -- with a value (of equal times, the lowest series)
     data                BLOB NOT NULL         -- the samples, compressed
 );
 

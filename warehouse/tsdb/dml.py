@@ -33,6 +33,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from warehouse.errors import UserError
+from warehouse.kernel.transactions import transaction
 from warehouse.tsdb import relations, tiers
 from warehouse.tsdb.append import append_from
 
@@ -47,7 +48,22 @@ def targets_view(target: tuple[str, str] | None) -> bool:
 
 
 def run(cur: duckdb.DuckDBPyConnection, text: str, params: Params) -> int:
-    """Run one INSERT, UPDATE, DELETE or TRUNCATE of gpu_metrics; the rows it changed."""
+    """Run one INSERT, UPDATE, DELETE or TRUNCATE of gpu_metrics; the rows it changed. It runs
+    as several statements: in the caller's transaction if one is open, else in one of its own."""
+    if not _in_transaction(cur):
+        with transaction(cur):
+            return _run_statement(cur, text, params)
+    return _run_statement(cur, text, params)
+
+
+def _in_transaction(cur: duckdb.DuckDBPyConnection) -> bool:
+    """Whether `cur` is inside a transaction it opened: two statements then share one id
+    (outside, each statement is a transaction of its own)."""
+    ids = "SELECT txid_current()"
+    return bool(cur.execute(ids).fetchall() == cur.execute(ids).fetchall())
+
+
+def _run_statement(cur: duckdb.DuckDBPyConnection, text: str, params: Params) -> int:
     try:
         tree = sqlglot.parse_one(text, dialect="duckdb")
     except SqlglotError as error:
