@@ -23,8 +23,9 @@ def compact(ctx: click.Context, grace: int) -> None:
     """Compress the telemetry of every closed window (admin: it rewrites the store).
 
     What `wanka serve` does on its scheduler: each closed 2-hour window's samples go, one
-    transaction per window and metric, from the hot table into compressed blocks. Queries see
-    the same rows before and after. Prints each window and metric moved, then the total.
+    transaction per window and metric, from the hot table into compressed blocks, and the
+    downsampling tiers' rows of those windows too. Queries see the same rows before and after.
+    Prints each window and metric moved, then the totals.
     """
     with open_engine(ctx) as engine:
         cur = engine.cursor()
@@ -33,11 +34,17 @@ def compact(ctx: click.Context, grace: int) -> None:
         finally:
             cur.close()
     for done in moved:
+        what = f"{done.tier} rows" if done.tier else "samples"
         click.echo(
-            f"{done.window:%Y-%m-%d %H:%M} {done.metric}: {done.samples:,} samples in "
+            f"{done.window:%Y-%m-%d %H:%M} {done.metric}: {done.samples:,} {what} in "
             f"{done.blocks} blocks, {done.bytes:,} bytes"
         )
-    samples = sum(m.samples for m in moved)
-    size = sum(m.bytes for m in moved)
+    raw = [m for m in moved if m.tier is None]
+    samples = sum(m.samples for m in raw)
+    size = sum(m.bytes for m in raw)
     per = f" ({size / samples:.2f} B/sample)" if samples else ""
-    click.echo(f"compacted {samples:,} samples of {len(moved)} window-metrics{per}")
+    click.echo(f"compacted {samples:,} samples of {len(raw)} window-metrics{per}")
+    for tier in sorted({m.tier for m in moved if m.tier}):
+        rows = [m for m in moved if m.tier == tier]
+        count, size = sum(m.samples for m in rows), sum(m.bytes for m in rows)
+        click.echo(f"compacted {count:,} rows of {tier} ({size / count:.2f} B/row)")

@@ -52,3 +52,44 @@ FROM (
     SELECT unnest(wanka_block(data, NULL, NULL, NULL, NULL, NULL), recursive := true)
     FROM wanka.gpu_blocks
 ) s JOIN wanka.gpu_series r ON r.series_id = s.series_id;
+
+-- The downsampling tiers (0013) of closed windows are compacted the same way: a tier's rows of
+-- one window and metric, ordered by series then bucket, in blocks of whole series runs (columns
+-- bucket, samples, value_sum, value_min, value_max, value_last, last_ts; NULLs as positions).
+-- A fold that must change a compacted bucket (samples arriving late, an UPDATE or DELETE of
+-- hot samples, twin series merged) first puts that block's rows back into its tier table
+-- (warehouse/tsdb/tiers.py), so a bucket is always one row, hot or cold.
+CREATE TABLE wanka.tier_blocks (
+    tier                VARCHAR NOT NULL,     -- the tier table: 'wanka.gpu_tier_1m' or '_1h'
+    metric              VARCHAR NOT NULL,
+    window_start        TIMESTAMPTZ NOT NULL,
+    series_lo           INTEGER NOT NULL,
+    series_hi           INTEGER NOT NULL,
+    bucket_min          TIMESTAMPTZ NOT NULL,
+    bucket_max          TIMESTAMPTZ NOT NULL,
+    rows                BIGINT NOT NULL,
+    data                BLOB NOT NULL
+);
+
+CREATE OR REPLACE VIEW gpu_metrics_1m AS
+SELECT t.bucket, r.metric, r.host, r.gpu, r.uuid, r.model, r.labels, t.samples, t.value_sum,
+       coalesce(t.value_min, t.value_sum) AS value_min,
+       coalesce(t.value_max, t.value_sum) AS value_max,
+       coalesce(t.value_last, t.value_sum) AS value_last, t.last_ts
+FROM (
+    SELECT * FROM wanka.gpu_tier_1m
+    UNION ALL
+    SELECT unnest(wanka_tier_block(data, NULL, NULL, NULL), recursive := true)
+    FROM wanka.tier_blocks WHERE tier = 'wanka.gpu_tier_1m'
+) t JOIN wanka.gpu_series r ON r.series_id = t.series_id;
+CREATE OR REPLACE VIEW gpu_metrics_1h AS
+SELECT t.bucket, r.metric, r.host, r.gpu, r.uuid, r.model, r.labels, t.samples, t.value_sum,
+       coalesce(t.value_min, t.value_sum) AS value_min,
+       coalesce(t.value_max, t.value_sum) AS value_max,
+       coalesce(t.value_last, t.value_sum) AS value_last, t.last_ts
+FROM (
+    SELECT * FROM wanka.gpu_tier_1h
+    UNION ALL
+    SELECT unnest(wanka_tier_block(data, NULL, NULL, NULL), recursive := true)
+    FROM wanka.tier_blocks WHERE tier = 'wanka.gpu_tier_1h'
+) t JOIN wanka.gpu_series r ON r.series_id = t.series_id;

@@ -1,4 +1,4 @@
-"""Compressed blocks of telemetry: the codec of the cold tier, and the SQL function that reads it.
+"""Compressed blocks of telemetry: the codec of the cold tier, and the SQL functions that read it.
 
 A block holds samples of one metric: whole runs of series, ordered by series then time. Its
 columns are compressed apart by pcodec (a codec for numeric sequences: it finds the deltas of
@@ -9,22 +9,29 @@ bit for bit. NULL values and batch ids are kept as the positions that are NULL.
 
 The layout of a block, all integers little-endian:
 
-    b"WKB1"  u32 samples  u32 runs  u32 flags
-    then sections, each a u32 length and its bytes: series ids (int32), run lengths (uint32),
-    timestamps (int64 µs), values (float64), batch ids (int64), then the NULL positions of
-    values and of batch ids (uint32) when the flags say there are any.
+    b"WKB1"  u32 rows  u32 runs  u32 columns  then per column: u8 type ('q' int64, 'd' float64)
+    and u8 whether it has NULLs; then sections, each a u32 length and its bytes: series ids
+    (int32), run lengths (uint32), each column, then the NULL positions (uint32) of each column
+    that has NULLs.
+
+Two kinds of block share it (`Shape`): samples (ts µs, value, batch id), and the rows of a
+downsampling tier (bucket µs, samples, value sum, min, max and last, last time).
 
 `register(con)` binds `wanka_block(data, ts_lo, ts_hi, batch_lo, batch_hi, series)` on a
 connection: the samples of a block, as a list of (series_id, ts, value, batch_id), keeping only
-those in the given time range, batch range and series (a NULL bound keeps everything). The
-schema's `gpu_metrics` view reads cold samples through it, so a connection that has not bound it
-— a bare DuckDB CLI on the file — cannot read `gpu_metrics` (sql/schema/0021_telemetry_blocks.sql).
+those in the given time range, batch range and series (a NULL bound keeps everything); and
+`wanka_tier_block(data, lo, hi, series)`, a tier block's rows with their bucket in [lo, hi]. The
+schema's `gpu_metrics` views read cold rows through them, so a connection that has not bound
+them — a bare DuckDB CLI on the file — cannot read those views
+(sql/schema/0021_telemetry_blocks.sql).
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -36,21 +43,61 @@ from pcodec import ChunkConfig, standalone
 
 MAGIC = b"WKB1"
 _HEAD = struct.Struct("<4sIII")
+_COLUMN = struct.Struct("<cB")
 _LEN = struct.Struct("<I")
-_VALUE_NULLS = 1
-_BATCH_NULLS = 2
 #: pcodec's default effort; level 8 measured 0.5 % smaller and 2× slower to encode.
 _CONFIG = ChunkConfig(compression_level=8)
-#: The element type of a decoded block, as the SQL function returns it.
-SAMPLE_TYPE = pa.struct(
-    [
-        ("series_id", pa.int32()),
-        ("ts", pa.timestamp("us", tz="UTC")),
-        ("value", pa.float64()),
-        ("batch_id", pa.int64()),
-    ]
+_TS = pa.timestamp("us", tz="UTC")
+
+#: A column of a block: its values and where they are NULL (None: nowhere).
+Column = tuple[np.ndarray, np.ndarray | None]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A kind of block: its SQL function, its columns (name, Arrow type, SQL type) after the
+    series id, and which column a time range, and a batch range, bound."""
+
+    function: str
+    columns: tuple[tuple[str, pa.DataType, str], ...]
+    time: str
+    batch: str | None = None
+
+    @property
+    def item(self) -> str:
+        fields = ", ".join(f"{n} {t}" for n, _, t in self.columns)
+        return f"STRUCT(series_id INTEGER, {fields})[]"
+
+    @property
+    def params(self) -> list[str]:
+        batch = ["BIGINT", "BIGINT"] if self.batch else []
+        return ["BLOB", "TIMESTAMPTZ", "TIMESTAMPTZ", *batch, "INTEGER[]"]
+
+
+SAMPLES = Shape(
+    "wanka_block",
+    (
+        ("ts", _TS, "TIMESTAMPTZ"),
+        ("value", pa.float64(), "DOUBLE"),
+        ("batch_id", pa.int64(), "BIGINT"),
+    ),
+    time="ts",
+    batch="batch_id",
 )
-FUNCTION = "wanka_block"
+TIERS = Shape(
+    "wanka_tier_block",
+    (
+        ("bucket", _TS, "TIMESTAMPTZ"),
+        ("samples", pa.int32(), "INTEGER"),
+        ("value_sum", pa.float64(), "DOUBLE"),
+        ("value_min", pa.float64(), "DOUBLE"),
+        ("value_max", pa.float64(), "DOUBLE"),
+        ("value_last", pa.float64(), "DOUBLE"),
+        ("last_ts", _TS, "TIMESTAMPTZ"),
+    ),
+    time="bucket",
+)
+FUNCTION = SAMPLES.function
 
 
 @dataclass(frozen=True)
@@ -69,6 +116,24 @@ class Samples:
         return len(self.ts)
 
 
+def encode(samples: Samples) -> bytes:
+    """One block of `samples`, which must be ordered by series then time."""
+    return encode_rows(
+        samples.series_id,
+        [
+            (samples.ts.astype(np.int64, copy=False), None),
+            (samples.value.astype(np.float64, copy=False), samples.value_null),
+            (samples.batch_id.astype(np.int64, copy=False), samples.batch_null),
+        ],
+    )
+
+
+def decode(data: bytes) -> Samples:
+    """The samples of a block, in its order."""
+    ids, ((ts, _), (value, value_null), (batch, batch_null)) = decode_rows(data)
+    return Samples(ids, ts, value, batch, value_null, batch_null)
+
+
 def _pack(array: np.ndarray) -> bytes:
     if not len(array):
         return b""
@@ -81,54 +146,48 @@ def _unpack(data: memoryview, dtype: type) -> np.ndarray:
     return np.asarray(standalone.simple_decompress(bytes(data)), dtype=dtype)
 
 
-def encode(samples: Samples) -> bytes:
-    """One block of `samples`, which must be ordered by series then time."""
-    ids = samples.series_id.astype(np.int32, copy=False)
+def encode_rows(series_id: np.ndarray, columns: Sequence[Column]) -> bytes:
+    """One block of rows ordered by series: their series ids and their columns (int64 or
+    float64; a float goes in by its bits)."""
+    ids = series_id.astype(np.int32, copy=False)
     starts = np.flatnonzero(np.diff(ids, prepend=np.int64(ids[0]) - 1)) if len(ids) else ids
     runs = np.diff(np.append(starts, len(ids))).astype(np.uint32)
-    flags = 0
-    sections = [
-        _pack(ids[starts]),
-        _pack(runs),
-        _pack(samples.ts.astype(np.int64, copy=False)),
-        _pack(samples.value.astype(np.float64, copy=False)),
-        _pack(samples.batch_id.astype(np.int64, copy=False)),
-    ]
-    for flag, mask in ((_VALUE_NULLS, samples.value_null), (_BATCH_NULLS, samples.batch_null)):
-        if mask is not None and mask.any():
-            flags |= flag
-            sections.append(_pack(np.flatnonzero(mask).astype(np.uint32)))
-    head = _HEAD.pack(MAGIC, len(ids), len(runs), flags)
-    return head + b"".join(_LEN.pack(len(s)) + s for s in sections)
+    kinds, sections, nulls = [], [_pack(ids[starts]), _pack(runs)], []
+    for values, mask in columns:
+        code = b"d" if values.dtype.kind == "f" else b"q"
+        has = mask is not None and bool(mask.any())
+        kinds.append(_COLUMN.pack(code, has))
+        sections.append(_pack(values.astype(np.float64 if code == b"d" else np.int64, copy=False)))
+        if mask is not None and has:
+            nulls.append(_pack(np.flatnonzero(mask).astype(np.uint32)))
+    head = _HEAD.pack(MAGIC, len(ids), len(runs), len(columns)) + b"".join(kinds)
+    return head + b"".join(_LEN.pack(len(s)) + s for s in [*sections, *nulls])
 
 
-def decode(data: bytes) -> Samples:
-    """The samples of a block, in its order."""
+def decode_rows(data: bytes) -> tuple[np.ndarray, list[Column]]:
+    """The series ids and columns of a block, in its order."""
     view = memoryview(data)
-    magic, count, _runs, flags = _HEAD.unpack_from(view)
+    magic, count, _runs, width = _HEAD.unpack_from(view)
     if magic != MAGIC:
         raise ValueError(f"not a wanka block (starts {bytes(view[:4])!r})")
     at = _HEAD.size
+    kinds = []
+    for _ in range(width):
+        kinds.append(_COLUMN.unpack_from(view, at))
+        at += _COLUMN.size
     sections = []
     while at < len(view):
         (size,) = _LEN.unpack_from(view, at)
         sections.append(view[at + _LEN.size : at + _LEN.size + size])
         at += _LEN.size + size
     ids, runs = _unpack(sections[0], np.int32), _unpack(sections[1], np.uint32)
-    nulls = iter(sections[5:])
-    value_null = batch_null = None
-    if flags & _VALUE_NULLS:
-        value_null = _mask(count, _unpack(next(nulls), np.uint32))
-    if flags & _BATCH_NULLS:
-        batch_null = _mask(count, _unpack(next(nulls), np.uint32))
-    return Samples(
-        series_id=np.repeat(ids, runs),
-        ts=_unpack(sections[2], np.int64),
-        value=_unpack(sections[3], np.float64),
-        batch_id=_unpack(sections[4], np.int64),
-        value_null=value_null,
-        batch_null=batch_null,
-    )
+    nulls = iter(sections[2 + width :])
+    columns: list[Column] = []
+    for (code, has), section in zip(kinds, sections[2 : 2 + width], strict=True):
+        values = _unpack(section, np.float64 if code == b"d" else np.int64)
+        mask = _mask(count, _unpack(next(nulls), np.uint32)) if has else None
+        columns.append((values, mask))
+    return np.repeat(ids, runs), columns
 
 
 def _mask(count: int, positions: np.ndarray) -> np.ndarray:
@@ -146,111 +205,88 @@ def _between(column: np.ndarray, lo: object, hi: object) -> np.ndarray | None:
     return keep
 
 
-def _us(value: object) -> int | None:
-    """A bound as µs since the epoch (the UDF gets TIMESTAMPTZ bounds as Arrow µs)."""
-    return None if value is None else int(value)  # type: ignore[call-overload]
-
-
 def _read(
-    data: bytes, ts: tuple[object, object], batch: tuple[object, object], series: object
-) -> tuple[Samples, np.ndarray | None]:
-    """A block's samples and which of them to keep (None: all)."""
-    block = decode(data)
-    keep = _between(block.ts, _us(ts[0]), _us(ts[1]))
-    in_batches = _between(block.batch_id, batch[0], batch[1])
-    if in_batches is not None and block.batch_null is not None:
-        in_batches &= ~block.batch_null
-    for more in (
-        in_batches,
-        None if series is None else np.isin(block.series_id, cast(Any, series)),
-    ):
-        if more is not None:
-            keep = more if keep is None else keep & more
-    return block, keep
+    shape: Shape, data: bytes, bounds: Sequence[object]
+) -> tuple[np.ndarray, list[Column], np.ndarray | None]:
+    """A block's rows and which of them to keep (None: all), by `bounds`: the time range, the
+    batch range if the shape has one, and the series wanted (None: open)."""
+    ids, columns = decode_rows(data)
+    names = [name for name, _, _ in shape.columns]
+    keep = _between(columns[names.index(shape.time)][0], bounds[0], bounds[1])
+    if shape.batch is not None:
+        batch, batch_null = columns[names.index(shape.batch)]
+        in_batches = _between(batch, bounds[2], bounds[3])
+        if in_batches is not None and batch_null is not None:
+            in_batches &= ~batch_null
+        if in_batches is not None:
+            keep = in_batches if keep is None else keep & in_batches
+    series = bounds[-1]
+    if series is not None:
+        wanted = np.isin(ids, cast(Any, series))
+        keep = wanted if keep is None else keep & wanted
+    return ids, columns, keep
 
 
-def _column(values: np.ndarray, null: np.ndarray | None, kind: pa.DataType) -> pa.Array:
-    return pa.array(values, type=kind, mask=null)
+def _function(shape: Shape) -> Any:
+    """The Arrow body of a shape's SQL function: one list of rows per block."""
 
+    def rows(data: pa.Array, *bounds: pa.Array) -> pa.Array:
+        given = [
+            b.cast(pa.int64()).to_pylist() if pa.types.is_timestamp(b.type) else b.to_pylist()
+            for b in bounds
+        ]
+        offsets = [0]
+        ids: list[np.ndarray] = []
+        parts: list[list[Column]] = []
+        for blob, *found in zip(data.to_pylist(), *given, strict=True):
+            if blob is not None:
+                block_ids, columns, keep = _read(shape, blob, found)
+                if keep is not None:
+                    block_ids = block_ids[keep]
+                    columns = [(v[keep], None if m is None else m[keep]) for v, m in columns]
+                ids.append(block_ids)
+                parts.append(columns)
+            offsets.append(offsets[-1] + (len(ids[-1]) if blob is not None else 0))
+        children = [pa.array(_cat(ids), type=pa.int32())]
+        for at, (_, kind, _) in enumerate(shape.columns):
+            values = _cat(p[at][0] for p in parts)
+            masks = [p[at][1] for p in parts]
+            mask = None
+            if any(m is not None for m in masks):
+                mask = np.concatenate(
+                    [
+                        m if m is not None else np.zeros(len(p[at][0]), bool)
+                        for m, p in zip(masks, parts, strict=True)
+                    ]
+                )
+            children.append(pa.array(values, type=kind, mask=mask))
+        fields = [pa.field("series_id", pa.int32())] + [pa.field(n, k) for n, k, _ in shape.columns]
+        items = pa.StructArray.from_arrays(children, fields=fields)
+        return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), items)
 
-def _blocks(
-    data: pa.Array,
-    ts_lo: pa.Array,
-    ts_hi: pa.Array,
-    batch_lo: pa.Array,
-    batch_hi: pa.Array,
-    series: pa.Array,
-) -> pa.Array:
-    """The Arrow body of `wanka_block`: one list of samples per block."""
-    offsets = [0]
-    parts: list[Samples] = []
-    bounds = zip(
-        data.to_pylist(),
-        ts_lo.cast(pa.int64()).to_pylist(),
-        ts_hi.cast(pa.int64()).to_pylist(),
-        batch_lo.to_pylist(),
-        batch_hi.to_pylist(),
-        series.to_pylist(),
-        strict=True,
+    # DuckDB counts a UDF's parameters from its signature
+    names = ["data", "lo", "hi", *(["batch_lo", "batch_hi"] if shape.batch else []), "series"]
+    rows.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names]
     )
-    for blob, t0, t1, b0, b1, wanted in bounds:
-        if blob is None:
-            offsets.append(offsets[-1])
-            continue
-        block, keep = _read(blob, (t0, t1), (b0, b1), wanted)
-        if keep is not None:
-            block = _take(block, keep)
-        parts.append(block)
-        offsets.append(offsets[-1] + len(block))
-    children = [
-        _column(_cat(p.series_id for p in parts), None, pa.int32()),
-        _column(_cat(p.ts for p in parts), None, pa.timestamp("us", tz="UTC")),
-        _column(_cat(p.value for p in parts), _nulls(parts, "value_null"), pa.float64()),
-        _column(_cat(p.batch_id for p in parts), _nulls(parts, "batch_null"), pa.int64()),
-    ]
-    items = pa.StructArray.from_arrays(children, fields=list(SAMPLE_TYPE))
-    return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), items)
-
-
-def _take(block: Samples, keep: np.ndarray) -> Samples:
-    def cut(mask: np.ndarray | None) -> np.ndarray | None:
-        return None if mask is None else mask[keep]
-
-    return Samples(
-        block.series_id[keep],
-        block.ts[keep],
-        block.value[keep],
-        block.batch_id[keep],
-        cut(block.value_null),
-        cut(block.batch_null),
-    )
+    return rows
 
 
 def _cat(arrays: object) -> np.ndarray:
     found = list(arrays)  # type: ignore[call-overload]
-    return np.concatenate(found) if found else np.zeros(0)
-
-
-def _nulls(parts: list[Samples], name: str) -> np.ndarray | None:
-    if all(getattr(p, name) is None for p in parts):
-        return None
-    return np.concatenate(
-        [
-            getattr(p, name) if getattr(p, name) is not None else np.zeros(len(p), dtype=bool)
-            for p in parts
-        ]
-    )
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
 def register(con: duckdb.DuckDBPyConnection) -> None:
-    """Bind `wanka_block` on `con` (and so on its cursors)."""
-    with contextlib.suppress(duckdb.InvalidInputException):
-        con.remove_function(FUNCTION)
-    con.create_function(
-        FUNCTION,
-        _blocks,
-        cast(Any, ["BLOB", "TIMESTAMPTZ", "TIMESTAMPTZ", "BIGINT", "BIGINT", "INTEGER[]"]),
-        cast(Any, "STRUCT(series_id INTEGER, ts TIMESTAMPTZ, value DOUBLE, batch_id BIGINT)[]"),
-        type=PythonUDFType.ARROW,
-        null_handling=FunctionNullHandling.SPECIAL,
-    )
+    """Bind `wanka_block` and `wanka_tier_block` on `con` (and so on its cursors)."""
+    for shape in (SAMPLES, TIERS):
+        with contextlib.suppress(duckdb.InvalidInputException):
+            con.remove_function(shape.function)
+        con.create_function(
+            shape.function,
+            _function(shape),
+            cast(Any, shape.params),
+            cast(Any, shape.item),
+            type=PythonUDFType.ARROW,
+            null_handling=FunctionNullHandling.SPECIAL,
+        )

@@ -33,7 +33,9 @@ import pyarrow as pa
 
 from warehouse.kernel import blocks
 from warehouse.kernel.transactions import transaction
+from warehouse.tsdb import tier_blocks
 from warehouse.tsdb.relations import BLOCKS, HOT, SERIES
+from warehouse.tsdb.tiers import TIERS
 
 WINDOW = timedelta(hours=2)
 GRACE = timedelta(minutes=10)
@@ -47,9 +49,10 @@ class Compacted:
 
     window: datetime
     metric: str
-    samples: int
+    samples: int  # or a tier's rows
     blocks: int
     bytes: int
+    tier: str | None = None  # the tier table, for a tier's rows
 
 
 def closed_before(now: datetime, window: timedelta = WINDOW, grace: timedelta = GRACE) -> datetime:
@@ -87,12 +90,48 @@ def compact(
     grace: timedelta = GRACE,
     block_samples: int = BLOCK_SAMPLES,
 ) -> list[Compacted]:
-    """Move the hot samples of every closed window into blocks; what was moved."""
+    """Move the hot samples of every closed window into blocks, then the tiers' rows of those
+    windows; what was moved (a tier's with its table in `tier`)."""
     before = closed_before(now or datetime.now(UTC), window, grace)
-    return [
+    moved = [
         one(cur, start, metric, window, block_samples)
         for start, metric in pending(cur, before, window)
     ]
+    for table in TIERS:
+        moved.extend(
+            one_tier(cur, table, start, metric, window, block_samples)
+            for start, metric in pending_tier(cur, table, before, window)
+        )
+    return moved
+
+
+def pending_tier(
+    cur: duckdb.DuckDBPyConnection, table: str, before: datetime, window: timedelta = WINDOW
+) -> list[tuple[datetime, str]]:
+    """The (window, metric) pairs with rows of tier `table` before `before`, oldest first."""
+    return [
+        (w, m)
+        for w, m in cur.execute(
+            "SELECT DISTINCT time_bucket(?::INTERVAL, t.bucket, TIMESTAMPTZ 'epoch') AS w, "
+            f"r.metric FROM {table} t JOIN {SERIES} r ON r.series_id = t.series_id "
+            "WHERE t.bucket < ? ORDER BY w, r.metric",
+            [window, before],
+        ).fetchall()
+    ]
+
+
+def one_tier(
+    cur: duckdb.DuckDBPyConnection,
+    table: str,
+    start: datetime,
+    metric: str,
+    window: timedelta = WINDOW,
+    block_rows: int = BLOCK_SAMPLES,
+) -> Compacted:
+    """Move one window's rows of one metric of tier `table` into blocks, in one transaction."""
+    with transaction(cur):
+        rows, size = tier_blocks.freeze(cur, table, start, metric, window, block_rows)
+    return Compacted(start, metric, rows, -(-rows // block_rows), size, tier=table)
 
 
 def one(
@@ -161,12 +200,7 @@ def _blocks(rows: pa.Table, block_samples: int) -> tuple[pa.Table, np.ndarray]:
     """Cut `rows` (ordered by series then time) into blocks of whole series runs of about
     `block_samples` samples: a table of (block, data), and each row's block."""
     ids = rows["series_id"].to_numpy()
-    starts = np.flatnonzero(np.diff(ids, prepend=ids[0] - 1))
-    cuts = [0]
-    for start in starts[1:]:
-        if start - cuts[-1] >= block_samples:
-            cuts.append(int(start))
-    cuts.append(len(ids))
+    cuts = tier_blocks.cuts(ids, block_samples)
     value = rows["value"]
     batch = rows["batch_id"]
     data = []

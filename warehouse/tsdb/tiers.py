@@ -27,7 +27,8 @@ from datetime import datetime
 import duckdb
 
 from warehouse.kernel.transactions import transaction
-from warehouse.tsdb.relations import BATCHES, HOT, LABEL_COLUMNS, SERIES, samples
+from warehouse.tsdb import tier_blocks
+from warehouse.tsdb.relations import BATCHES, BLOCKS, HOT, LABEL_COLUMNS, SERIES, samples
 
 #: Each tier's table and bucket width.
 TIERS = {"wanka.gpu_tier_1m": "1 minute", "wanka.gpu_tier_1h": "1 hour"}
@@ -104,6 +105,10 @@ def _fold(cur: duckdb.DuckDBPyConnection) -> int:
             _recompute(cur)
         return 0
     window = {"lo": low, "hi": high}
+    new = f"(SELECT {{}}(ts_{{}}) FROM {BATCHES} WHERE batch_id > $lo AND batch_id <= $hi)"
+    for table, width in TIERS.items():  # compacted buckets the new batches fall in: back first
+        lo = f"time_bucket(INTERVAL '{width}', {new.format('min', 'min')})"
+        tier_blocks.thaw(cur, table, lo, new.format("max", "max"), params=window)
     source = f"(SELECT series_id, ts, value FROM {samples(batches=('$lo + 1', '$hi'))})"
     for table, width in TIERS.items():
         cur.execute(_merge(table, width, source), window)
@@ -129,6 +134,9 @@ def _merge_twins(cur: duckdb.DuckDBPyConnection) -> None:
         f"ON {same} WHERE s.series_id <> f.first"
     )
     found = cur.execute(twins).fetchall()
+    # a twin whose samples are in compressed blocks already keeps its series (rare: they are
+    # merged on the pass after they appear, and compacted hours later)
+    found = [(twin, first) for twin, first in found if not _in_blocks(cur, twin)]
     if not found:
         return
     pairs = (
@@ -140,10 +148,22 @@ def _merge_twins(cur: duckdb.DuckDBPyConnection) -> None:
         f"INSERT INTO wanka.tier_dirty SELECT p.first, s.ts FROM {HOT} s "
         f"JOIN {pairs} ON s.series_id = p.twin"
     )
+    twin_ids = "SELECT twin FROM " + pairs
     for table in TIERS:
+        tier_blocks.thaw(
+            cur, table, "'-infinity'::TIMESTAMPTZ", "'infinity'::TIMESTAMPTZ", twin_ids
+        )
         cur.execute(f"DELETE FROM {table} t USING {pairs} WHERE t.series_id = p.twin")
     cur.execute(f"UPDATE {HOT} s SET series_id = p.first FROM {pairs} WHERE s.series_id = p.twin")
     cur.execute(f"DELETE FROM {SERIES} s USING {pairs} WHERE s.series_id = p.twin")
+
+
+def _in_blocks(cur: duckdb.DuckDBPyConnection, series_id: int) -> bool:
+    return bool(
+        cur.execute(
+            f"SELECT count(*) FROM {BLOCKS} WHERE ? BETWEEN series_lo AND series_hi", [series_id]
+        ).fetchall()[0][0]
+    )
 
 
 def mark(cur: duckdb.DuckDBPyConnection, keys: str, params: object = None) -> None:
@@ -164,6 +184,13 @@ def _recompute(cur: duckdb.DuckDBPyConnection) -> None:
         series="SELECT series_id FROM wanka.tier_dirty",
     )
     for table, width in TIERS.items():
+        tier_blocks.thaw(
+            cur,
+            table,
+            f"(SELECT time_bucket(INTERVAL '{width}', min(ts)) FROM wanka.tier_dirty)",
+            "(SELECT max(ts) FROM wanka.tier_dirty)",
+            "SELECT series_id FROM wanka.tier_dirty",
+        )
         bucket = f"time_bucket(INTERVAL '{width}', ts)"
         touched = f"(SELECT DISTINCT series_id, {bucket} AS bucket FROM wanka.tier_dirty)"
         whole = "TRUE" if held is None else "k.bucket >= $held"

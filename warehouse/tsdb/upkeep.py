@@ -36,7 +36,11 @@ def _fold(cur: duckdb.DuckDBPyConnection) -> Done:
 
 def _compact(cur: duckdb.DuckDBPyConnection) -> Done:
     moved = compact.compact(cur)
-    return [("gpu_metrics", sum(m.samples for m in moved))] if moved else []
+    counts: dict[str, int] = {}
+    for done in moved:
+        table = done.tier or "gpu_metrics"
+        counts[table] = counts.get(table, 0) + done.samples
+    return list(counts.items())
 
 
 #: In the order a pass runs them: retention before the fold, as the fold covers what it keeps;

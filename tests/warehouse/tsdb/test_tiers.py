@@ -1,4 +1,5 @@
-"""The downsampling tiers equal the raw recompute after any inserts, updates and deletes."""
+"""The downsampling tiers equal the raw recompute after any inserts, updates, deletes and
+compactions (of samples and of the tiers' own rows), in any order."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from hypothesis import strategies as st
 from tests.conftest import examples
 from tests.warehouse.samples import START, insert_samples
 from tests.warehouses import Warehouses
+from warehouse.errors import UserError
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
-from warehouse.tsdb import tiers
+from warehouse.tsdb import compact, tiers
 
 sample = st.tuples(
     st.integers(0, 150),  # seconds × 20 after the start: several samples a minute, some equal
@@ -29,6 +31,7 @@ step = st.one_of(
     st.tuples(st.just("update"), st.integers(-50, 50)),
     st.tuples(st.just("move"), st.integers(-50, 50)),
     st.tuples(st.just("truncate"), st.none()),
+    st.tuples(st.just("compact"), st.none()),  # the window, and its tier rows, into blocks
 )
 
 
@@ -36,6 +39,14 @@ step = st.one_of(
 def eng(warehouses: Warehouses) -> Iterator[Engine]:
     with warehouses.engine() as engine:
         yield engine
+
+
+_CHANGES = {
+    "delete": "DELETE FROM gpu_metrics WHERE value < ?",
+    "update": "UPDATE gpu_metrics SET value = -value WHERE value > ?",
+    # into another minute, maybe another hour
+    "move": "UPDATE gpu_metrics SET ts = ts + INTERVAL 50 MINUTE WHERE value = ?",
+}
 
 
 def _apply(eng: Engine, action: str, arg: object) -> None:
@@ -55,13 +66,13 @@ def _apply(eng: Engine, action: str, arg: object) -> None:
                 for s, h, metric, v in arg
             ],
         )
-    elif action == "delete":
-        execute(cur, "DELETE FROM gpu_metrics WHERE value < ?", [arg]).read_all()
-    elif action == "update":
-        execute(cur, "UPDATE gpu_metrics SET value = -value WHERE value > ?", [arg]).read_all()
-    elif action == "move":  # into another minute, maybe another hour
-        sql = "UPDATE gpu_metrics SET ts = ts + INTERVAL 50 MINUTE WHERE value = ?"
-        execute(cur, sql, [arg]).read_all()
+    elif action == "compact":
+        compact.compact(cur, now=START + timedelta(days=1))
+    elif action in _CHANGES:
+        try:
+            execute(cur, _CHANGES[action], [arg]).read_all()
+        except UserError as error:  # it would change compacted samples: refused, nothing done
+            assert "closed windows" in str(error)
     elif action == "truncate":
         execute(cur, "TRUNCATE gpu_metrics").read_all()
     cur.close()

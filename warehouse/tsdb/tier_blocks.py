@@ -1,0 +1,138 @@
+"""The downsampling tiers' rows of closed windows, in compressed blocks.
+
+A tier row (series, bucket, samples, value sum, min, max, last, last time) is exact partial
+state, so a closed window's rows change only when a fold must change one of its buckets: late
+samples, an UPDATE or DELETE of hot samples, twin series merged. `freeze` moves one window's
+rows of one metric of a tier into `wanka.tier_blocks` (sql/schema/0021_telemetry_blocks.sql),
+cut into blocks of whole series runs; `thaw` puts the rows of the blocks a fold is about to
+change back into the tier table first, so a bucket is always one row, in the table or in a block.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from warehouse.kernel import blocks
+from warehouse.tsdb.relations import SERIES
+
+TABLE = "wanka.tier_blocks"
+#: A tier row's columns after its series id, as a block holds them (times as µs).
+_COLUMNS = ("bucket", "samples", "value_sum", "value_min", "value_max", "value_last", "last_ts")
+_TIMES = ("bucket", "last_ts")
+
+
+def cuts(ids: np.ndarray, size: int) -> list[int]:
+    """Where to cut rows ordered by series into blocks of whole series runs of about `size`
+    rows: the first row of each block, then the row count.
+
+    >>> cuts(np.array([1, 1, 2, 2, 3]), 2)
+    [0, 2, 4, 5]
+    """
+    starts = np.flatnonzero(np.diff(ids, prepend=ids[0] - 1)) if len(ids) else ids
+    found = [0]
+    for start in starts[1:]:
+        if start - found[-1] >= size:
+            found.append(int(start))
+    found.append(len(ids))
+    return found
+
+
+def freeze(
+    cur: duckdb.DuckDBPyConnection,
+    table: str,
+    start: datetime,
+    metric: str,
+    window: timedelta,
+    size: int,
+) -> tuple[int, int]:
+    """Move `table`'s rows of one window and metric into blocks, in the caller's transaction;
+    the rows moved and their bytes."""
+    where = (
+        f"FROM {table} t JOIN {SERIES} r ON r.series_id = t.series_id WHERE r.metric = $metric "
+        "AND t.bucket >= $start AND t.bucket < $start + $window::INTERVAL"
+    )
+    given = {"metric": metric, "start": start, "window": window}
+    picked = ", ".join(f"epoch_us(t.{c}) AS {c}" if c in _TIMES else f"t.{c}" for c in _COLUMNS)
+    rows = cur.sql(
+        f"SELECT t.series_id, {picked} {where} ORDER BY t.series_id, t.bucket", params=given
+    ).to_arrow_table()
+    if not rows.num_rows:
+        return 0, 0
+    ids = rows["series_id"].to_numpy()
+    made = []
+    for lo, hi in zip(cuts(ids, size), cuts(ids, size)[1:], strict=False):
+        part = rows.slice(lo, hi - lo)
+        columns = [
+            (
+                np.asarray(
+                    part[c].fill_null(0).to_numpy(),
+                    dtype=np.float64 if c.startswith("value") else np.int64,
+                ),
+                part[c].is_null().to_numpy(zero_copy_only=False) if part[c].null_count else None,
+            )
+            for c in _COLUMNS
+        ]
+        made.append(
+            (int(ids[lo]), int(ids[hi - 1]), hi - lo, blocks.encode_rows(ids[lo:hi], columns))
+        )
+    bounds = pa.table(
+        {
+            "series_lo": [m[0] for m in made],
+            "series_hi": [m[1] for m in made],
+            "rows": [m[2] for m in made],
+            "data": pa.array([m[3] for m in made], type=pa.binary()),
+        }
+    )
+    cur.register("_wanka_tier_blocks", bounds)
+    try:
+        cur.execute(
+            f"INSERT INTO {TABLE} SELECT $tier, $metric, $start, b.series_lo, b.series_hi, "
+            "s.bucket_min, s.bucket_max, b.rows, b.data FROM _wanka_tier_blocks b, "
+            f"(SELECT min(t.bucket) AS bucket_min, max(t.bucket) AS bucket_max {where}) s",
+            {**given, "tier": table},
+        )
+    finally:
+        cur.unregister("_wanka_tier_blocks")
+    [(moved,)] = cur.execute(
+        f"DELETE FROM {table} AS d USING {SERIES} r WHERE r.series_id = d.series_id "
+        "AND r.metric = $metric AND d.bucket >= $start AND d.bucket < $start + $window::INTERVAL",
+        given,
+    ).fetchall()
+    if moved != rows.num_rows:  # one snapshot: cannot happen; never lose a row
+        raise RuntimeError(f"compaction of {table} {metric} at {start}: {moved} != {rows.num_rows}")
+    return rows.num_rows, sum(len(m[3]) for m in made)
+
+
+def thaw(
+    cur: duckdb.DuckDBPyConnection,
+    table: str,
+    lo: str,
+    hi: str,
+    series: str | None = None,
+    params: dict[str, object] | None = None,
+) -> int:
+    """Put back into `table` the rows of its blocks whose buckets may fall in [lo, hi] (SQL
+    expressions) and, if given, hold a series of `series` (a query of series ids); the blocks
+    go. In the caller's transaction; the rows put back."""
+    which = f"tier = '{table}' AND bucket_max >= {lo} AND bucket_min <= {hi}"
+    if series is not None:
+        which += (
+            f" AND EXISTS (SELECT 1 FROM ({series}) AS w(id) "
+            "WHERE w.id BETWEEN series_lo AND series_hi)"
+        )
+    [(found,)] = cur.execute(
+        f"SELECT count(*) FROM {TABLE} WHERE {which}", params or None
+    ).fetchall()
+    if not found:
+        return 0
+    rows = cur.execute(
+        f"INSERT INTO {table} SELECT unnest(wanka_tier_block(data, NULL, NULL, NULL), "
+        f"recursive := true) FROM {TABLE} WHERE {which}",
+        params or None,
+    ).fetchall()[0][0]
+    cur.execute(f"DELETE FROM {TABLE} WHERE {which}", params or None)
+    return int(rows)
