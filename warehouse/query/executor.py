@@ -30,7 +30,7 @@ from warehouse.dynamic import statements as dynamic
 from warehouse.errors import sql_error
 from warehouse.parsing.script import Script, Statement, parse
 from warehouse.query import prepared
-from warehouse.tsdb import dml, prune, relations, retention
+from warehouse.tsdb import dml, prune, retention
 
 BATCH_ROWS = 65_536
 
@@ -100,7 +100,8 @@ def run(
 def _pruned(statement: Statement) -> str:
     """The statement's text, with its bounded reads of gpu_metrics given only the compressed
     blocks they need (`warehouse.tsdb.prune`); the text itself when it has none."""
-    if not any(relations.is_view(name) for (_catalog, _schema, name) in statement.reads.tables):
+    names = {name.lower() for (_catalog, _schema, name) in statement.reads.tables}
+    if not names & prune.VIEWS.keys():
         return statement.text
     found = prune.rewrite_sql(statement.text)
     return statement.text if found == statement.text else found

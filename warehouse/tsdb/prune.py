@@ -1,4 +1,4 @@
-"""Reads of `gpu_metrics` given only the compressed blocks they can need.
+"""Reads of `gpu_metrics` (and of its tiers) given only the compressed blocks they can need.
 
 The `gpu_metrics` view decodes every cold block: DuckDB cannot push a filter on the decoded
 `ts` down to the blocks' statistics. So a statement that reads gpu_metrics with a time, batch
@@ -6,6 +6,8 @@ or metric range in its WHERE is rewritten, before it runs, to read in its place 
 `relations.samples` within that range: the blocks outside are never decoded, and the samples
 of those inside are cut to the range as they are decoded. The statement's own WHERE still
 filters the rows, so the bounds may be wider than the predicates (a `>` becomes `>=`).
+
+The same holds for the tiers' views, `gpu_metrics_1m` and `gpu_metrics_1h`, by their `bucket`.
 
 A bound is taken from a conjunct of the WHERE of the SELECT that reads gpu_metrics: `ts`,
 `batch_id` compared (`=`, `<`, `<=`, `>`, `>=`, `BETWEEN`) with an expression that names no
@@ -23,10 +25,22 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from warehouse.tsdb import relations
+from warehouse.tsdb import relations, tier_blocks
+from warehouse.tsdb.tiers import TIERS
 
 _COLUMNS = ", ".join(
     f"{'s' if c in relations.SAMPLE_COLUMNS else 'r'}.{c}" for c in relations.COLUMNS
+)
+#: Each view read through blocks: its time column, and the tier table below it (None: samples).
+VIEWS: dict[str, tuple[str, str | None]] = {
+    relations.VIEW: ("ts", None),
+    **{f"gpu_metrics_{t.rsplit('_', 1)[1]}": ("bucket", t) for t in TIERS},
+}
+_TIER_COLUMNS = (
+    "t.bucket, r.metric, r.host, r.gpu, r.uuid, r.model, r.labels, t.samples, t.value_sum, "
+    "coalesce(t.value_min, t.value_sum) AS value_min, "
+    "coalesce(t.value_max, t.value_sum) AS value_max, "
+    "coalesce(t.value_last, t.value_sum) AS value_last, t.last_ts"
 )
 
 
@@ -50,7 +64,7 @@ def rewrite_sql(sql: str) -> str:
     >>> rewrite_sql("SELECT count(*) FROM gpu_metrics")
     'SELECT count(*) FROM gpu_metrics'
     """
-    if relations.VIEW not in sql.lower():
+    if relations.VIEW not in sql.lower():  # every view's name starts with it
         return sql
     try:
         tree = sqlglot.parse_one(sql, dialect="duckdb")
@@ -69,10 +83,11 @@ def rewrite(tree: exp.Expr) -> exp.Expr | None:
         select = table.find_ancestor(exp.Select)
         if select is None or not _reads_directly(select, table):
             continue
-        bounds = _bounds(select, table)
+        view = table.name.lower()
+        bounds = _bounds(select, table, VIEWS[view][0])
         if not bounds:
             continue
-        table.replace(_relation(bounds, table.alias_or_name))
+        table.replace(_relation(view, bounds, table.alias_or_name))
         changed = True
     return tree if changed else None
 
@@ -80,7 +95,7 @@ def rewrite(tree: exp.Expr) -> exp.Expr | None:
 def _is_view(table: exp.Table) -> bool:
     return (
         isinstance(table.this, exp.Identifier)
-        and table.name.lower() == relations.VIEW
+        and table.name.lower() in VIEWS
         and table.db.lower() in ("", "main")
         and not table.catalog
     )
@@ -100,7 +115,7 @@ def _sources(select: exp.Select) -> list[exp.Expr]:
     return found
 
 
-def _bounds(select: exp.Select, table: exp.Table) -> Bounds:
+def _bounds(select: exp.Select, table: exp.Table, time: str) -> Bounds:
     bounds = Bounds()
     where = select.args.get("where")
     if where is None:
@@ -108,11 +123,12 @@ def _bounds(select: exp.Select, table: exp.Table) -> Bounds:
     alone = len(_sources(select)) == 1
     name = table.alias_or_name.lower()
 
-    def ours(node: exp.Expr) -> str | None:  # the gpu_metrics column `node` is, if any
+    def ours(node: exp.Expr) -> str | None:  # the view's column `node` is, if any
         if not isinstance(node, exp.Column):
             return None
         if node.table.lower() == name or (not node.table and alone):
-            return node.name.lower()
+            column = node.name.lower()
+            return "ts" if column == time else column if column != "ts" else None
         return None
 
     for term in _conjuncts(where.this):
@@ -177,7 +193,8 @@ def _free(node: exp.Expr) -> bool:
     and no aggregate."""
     return not any(
         isinstance(n, exp.Column | exp.Select | exp.Subquery | exp.AggFunc | exp.Star)
-        or (isinstance(n, exp.Placeholder) and not n.name)  # `?`: a copy would shift the rest
+        # `?`: a copy would shift the parameters after it
+        or (isinstance(n, exp.Placeholder) and not n.args.get("this"))
         for n in node.walk()
     )
 
@@ -192,15 +209,24 @@ def _set(bounds: Bounds, column: str, at: int, value: exp.Expr) -> None:
         held[at] = f"{'greatest' if at == 0 else 'least'}({held[at]}, {text})"
 
 
-def _relation(bounds: Bounds, alias: str) -> exp.Expr:
-    samples = relations.samples(
-        ts=(bounds.ts[0], bounds.ts[1]),
-        batches=(bounds.batch_id[0], bounds.batch_id[1]),
-        metrics=", ".join(bounds.metrics) or None,
-    )
-    sql = (
-        f"(SELECT {_COLUMNS} FROM {samples} AS s "
-        f"JOIN {relations.SERIES} AS r ON r.series_id = s.series_id) AS {alias}"
-    )
+def _relation(view: str, bounds: Bounds, alias: str) -> exp.Expr:
+    metrics = ", ".join(bounds.metrics) or None
+    tier = VIEWS[view][1]
+    if tier is None:
+        samples = relations.samples(
+            ts=(bounds.ts[0], bounds.ts[1]),
+            batches=(bounds.batch_id[0], bounds.batch_id[1]),
+            metrics=metrics,
+        )
+        sql = (
+            f"(SELECT {_COLUMNS} FROM {samples} AS s "
+            f"JOIN {relations.SERIES} AS r ON r.series_id = s.series_id) AS {alias}"
+        )
+    else:
+        rows = tier_blocks.rows(tier, bounds.ts[0], bounds.ts[1], metrics)
+        sql = (
+            f"(SELECT {_TIER_COLUMNS} FROM {rows} AS t "
+            f"JOIN {relations.SERIES} AS r ON r.series_id = t.series_id) AS {alias}"
+        )
     found: exp.Expr = sqlglot.parse_one(f"SELECT * FROM {sql}", dialect="duckdb").args["from_"].this
     return found

@@ -136,3 +136,24 @@ def thaw(
     ).fetchall()[0][0]
     cur.execute(f"DELETE FROM {TABLE} WHERE {which}", params or None)
     return int(rows)
+
+
+def rows(table: str, lo: str | None, hi: str | None, metrics: str | None = None) -> str:
+    """A relation of tier `table`'s rows, in the table and in its blocks, as SQL in
+    parentheses: only the blocks whose buckets may fall in [lo, hi] (SQL expressions; None:
+    open) and, if given, whose metric is in `metrics` (a SQL list) are decoded."""
+    hot, cold = [], [f"tier = '{table}'"]
+    if lo is not None:
+        hot.append(f"bucket >= {lo}")
+        cold.append(f"bucket_max >= {lo}")
+    if hi is not None:
+        hot.append(f"bucket <= {hi}")
+        cold.append(f"bucket_min <= {hi}")
+    if metrics is not None:
+        cold.append(f"metric IN ({metrics})")
+    bounds = ", ".join(f"CAST({b} AS TIMESTAMPTZ)" if b is not None else "NULL" for b in (lo, hi))
+    return (
+        f"(SELECT * FROM {table}{' WHERE ' + ' AND '.join(hot) if hot else ''}\n UNION ALL\n "
+        f"SELECT unnest(wanka_tier_block(data, {bounds}, NULL), recursive := true) "
+        f"FROM {TABLE} WHERE {' AND '.join(cold)})"
+    )
