@@ -9,8 +9,9 @@ bit for bit. NULL values and batch ids are kept as the positions that are NULL.
 
 The layout of a block, all integers little-endian:
 
-    b"WKB1"  u32 rows  u32 runs  u32 columns  then per column: u8 type ('q' int64, 'd' float64)
-    and u8 whether it has NULLs; then sections, each a u32 length and its bytes: series ids
+    b"WKB1"  u32 rows  u32 runs  u32 columns  then per column: u8 type ('q' int64; a float as
+    'd' its bits, 'k' integers × 10^-k, 'K' those integers' differences along each series run),
+    u8 whether it has NULLs, u8 k; then sections, each a u32 length and its bytes: series ids
     (int32), run lengths (uint32), each column, then the NULL positions (uint32) of each column
     that has NULLs.
 
@@ -43,7 +44,7 @@ from pcodec import ChunkConfig, standalone
 
 MAGIC = b"WKB1"
 _HEAD = struct.Struct("<4sIII")
-_COLUMN = struct.Struct("<cB")
+_COLUMN = struct.Struct("<cBB")
 _LEN = struct.Struct("<I")
 #: pcodec's default effort; level 8 measured 0.5 % smaller and 2× slower to encode.
 _CONFIG = ChunkConfig(compression_level=8)
@@ -146,18 +147,63 @@ def _unpack(data: memoryview, dtype: type) -> np.ndarray:
     return np.asarray(standalone.simple_decompress(bytes(data)), dtype=dtype)
 
 
+def _decimal(values: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """The fewest decimals k ≤ 6 such that every value is exactly its integer × 10^-k, bit for
+    bit (so -0.0, NaN and ±Inf rule it out), and those integers; None if there are none."""
+    if not np.isfinite(values).all():
+        return None
+    for k in range(7):
+        scaled = np.round(values * 10.0**k)
+        if np.abs(scaled).max(initial=0) >= 2**53:
+            return None
+        if np.array_equal((scaled / 10.0**k).view(np.uint64), values.view(np.uint64)):
+            return k, scaled.astype(np.int64)
+    return None
+
+
+def _pack_float(values: np.ndarray, starts: np.ndarray) -> tuple[bytes, bytes, int]:
+    """A float column in the fewest bytes of: its bits ('d'); integers × 10^-k ('k'); those
+    integers' differences along each series run ('K', counters); (code, bytes, k)."""
+    best = (b"d", _pack(values.astype(np.float64, copy=False)), 0)
+    found = _decimal(values)
+    if found is not None:
+        k, ints = found
+        steps = np.diff(ints, prepend=np.int64(0))
+        steps[starts] = ints[starts]
+        for code, form in ((b"k", ints), (b"K", steps)):
+            packed = _pack(form)
+            if len(packed) < len(best[1]):
+                best = (code, packed, k)
+    return best
+
+
+def _unpack_float(code: bytes, data: memoryview, k: int, runs: np.ndarray) -> np.ndarray:
+    if code == b"d":
+        return _unpack(data, np.float64)
+    ints = _unpack(data, np.int64)
+    if code == b"K":  # the sums along each run; int64 wraps alike both ways, so this is exact
+        sums = np.cumsum(ints)
+        ends = np.cumsum(runs.astype(np.int64))
+        ints = sums - np.repeat(np.r_[np.int64(0), sums[ends[:-1] - 1]], runs)
+    return ints / 10.0**k
+
+
 def encode_rows(series_id: np.ndarray, columns: Sequence[Column]) -> bytes:
     """One block of rows ordered by series: their series ids and their columns (int64 or
-    float64; a float goes in by its bits)."""
+    float64; a float goes in by its bits, or as decimal integers where that is smaller and
+    exact)."""
     ids = series_id.astype(np.int32, copy=False)
     starts = np.flatnonzero(np.diff(ids, prepend=np.int64(ids[0]) - 1)) if len(ids) else ids
     runs = np.diff(np.append(starts, len(ids))).astype(np.uint32)
     kinds, sections, nulls = [], [_pack(ids[starts]), _pack(runs)], []
     for values, mask in columns:
-        code = b"d" if values.dtype.kind == "f" else b"q"
         has = mask is not None and bool(mask.any())
-        kinds.append(_COLUMN.pack(code, has))
-        sections.append(_pack(values.astype(np.float64 if code == b"d" else np.int64, copy=False)))
+        if values.dtype.kind == "f":
+            code, packed, k = _pack_float(values, starts)
+        else:
+            code, packed, k = b"q", _pack(values.astype(np.int64, copy=False)), 0
+        kinds.append(_COLUMN.pack(code, has, k))
+        sections.append(packed)
         if mask is not None and has:
             nulls.append(_pack(np.flatnonzero(mask).astype(np.uint32)))
     head = _HEAD.pack(MAGIC, len(ids), len(runs), len(columns)) + b"".join(kinds)
@@ -183,8 +229,10 @@ def decode_rows(data: bytes) -> tuple[np.ndarray, list[Column]]:
     ids, runs = _unpack(sections[0], np.int32), _unpack(sections[1], np.uint32)
     nulls = iter(sections[2 + width :])
     columns: list[Column] = []
-    for (code, has), section in zip(kinds, sections[2 : 2 + width], strict=True):
-        values = _unpack(section, np.float64 if code == b"d" else np.int64)
+    for (code, has, k), section in zip(kinds, sections[2 : 2 + width], strict=True):
+        values = (
+            _unpack(section, np.int64) if code == b"q" else _unpack_float(code, section, k, runs)
+        )
         mask = _mask(count, _unpack(next(nulls), np.uint32)) if has else None
         columns.append((values, mask))
     return np.repeat(ids, runs), columns

@@ -134,6 +134,59 @@ def test_a_block_gives_back_every_sample_bit_for_bit(samples: blocks.Samples) ->
     assert_same(blocks.decode(blocks.encode(samples)), samples)
 
 
+@st.composite
+def decimal_runs(draw: Draw) -> blocks.Samples:
+    """Series runs of decimal readings (k digits after the point, up to ±2^53 as integers):
+    gauges, and counters that climb and reset, as DCGM's fields are."""
+    k = draw(st.integers(0, 6))
+    top = draw(st.sampled_from([100, 10**6, 2**53 - 1]))
+    counts = draw(st.lists(st.integers(1, 30), min_size=1, max_size=5))
+    ints = []
+    for n in counts:
+        if draw(st.booleans()):  # a counter: steps up, now and then back to a low value
+            steps = draw(st.lists(st.integers(0, 50), min_size=n, max_size=n))
+            run = np.cumsum(steps) + draw(st.integers(0, top // 2))
+            if n > 2 and draw(st.booleans()):
+                run[n // 2 :] -= run[n // 2] - draw(st.integers(0, 5))
+            ints.append(np.clip(run, -top, top))
+        else:
+            ints.append(np.array(draw(st.lists(st.integers(-top, top), min_size=n, max_size=n))))
+    values = np.concatenate(ints).astype(np.int64) / 10.0**k
+    total = len(values)
+    return blocks.Samples(
+        series_id=np.repeat(np.arange(len(counts), dtype=np.int32), counts),
+        ts=np.arange(total, dtype=np.int64) * 15_000_000,
+        value=values,
+        batch_id=np.full(total, 3, dtype=np.int64),
+    )
+
+
+@settings(max_examples=examples(2), deadline=None)
+@given(decimal_runs())
+def test_decimal_readings_and_counters_come_back_bit_for_bit(samples: blocks.Samples) -> None:
+    """Stored as integers or their steps along each series when smaller: still every bit."""
+    assert_same(blocks.decode(blocks.encode(samples)), samples)
+
+
+def test_decimal_readings_are_stored_as_integers_when_that_is_smaller() -> None:
+    rng = np.random.default_rng(5)
+    for values in (
+        np.round(rng.normal(300, 20, 4000), 3),  # watts to the milliwatt
+        np.cumsum(rng.integers(900, 1100, 4000)) * 1.0 + np.repeat([0, 5e9, 1e9, 7e9], 1000),
+    ):
+        samples = blocks.Samples(
+            np.repeat(np.arange(4, dtype=np.int32), 1000),
+            np.tile(np.arange(1000, dtype=np.int64), 4),
+            values,
+            np.zeros(4000, dtype=np.int64),
+        )
+        data = blocks.encode(samples)
+        code, packed, _k = blocks._pack_float(values, np.arange(0, 4000, 1000))
+        assert code == data[19:20] and code in (b"k", b"K")  # the value column's, after ts'
+        assert len(packed) < len(blocks._pack(values))  # fewer bytes than the floats' bits
+        assert_same(blocks.decode(data), samples)
+
+
 def test_empty_and_single_sample_blocks_and_every_special_value() -> None:
     empty = blocks.Samples(
         series_id=np.zeros(0, np.int32),
