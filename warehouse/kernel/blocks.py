@@ -156,8 +156,9 @@ def _decimal(values: np.ndarray) -> tuple[int, np.ndarray] | None:
         scaled = np.round(values * 10.0**k)
         if np.abs(scaled).max(initial=0) >= 2**53:
             return None
-        if np.array_equal((scaled / 10.0**k).view(np.uint64), values.view(np.uint64)):
-            return k, scaled.astype(np.int64)
+        ints = scaled.astype(np.int64)  # as decoding will divide them: -0.0 does not survive
+        if np.array_equal((ints / 10.0**k).view(np.uint64), values.view(np.uint64)):
+            return k, ints
     return None
 
 

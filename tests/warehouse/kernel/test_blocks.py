@@ -152,6 +152,8 @@ def decimal_runs(draw: Draw) -> blocks.Samples:
         else:
             ints.append(np.array(draw(st.lists(st.integers(-top, top), min_size=n, max_size=n))))
     values = np.concatenate(ints).astype(np.int64) / 10.0**k
+    if draw(st.booleans()):  # a -0.0 among them: not an integer's decimal, so the bits go in
+        values[draw(st.integers(0, len(values) - 1))] = -0.0
     total = len(values)
     return blocks.Samples(
         series_id=np.repeat(np.arange(len(counts), dtype=np.int32), counts),
