@@ -16,9 +16,11 @@ again. Samples that arrive for a window already compacted land hot and become on
 that window on the next pass. The batch ids of the samples go into the blocks, and the batch log
 is left alone: a refresh behind a compaction finds its batches in the blocks.
 
-Window and block size were measured on the simulator (bench/bench_storage.py): 2 h windows
-took 1.4 % fewer bytes than 1 h ones; blocks of ≥ 2^18 samples cost 1–2 % more than one block
-per metric and window, and let a reader of a few series skip the rest.
+Window and block size were measured on the simulator's samples (1,000 GPUs, 60 s): 2 h windows
+took 1.4 % fewer bytes than 1 h ones; blocks of 1,024 series took 1.7 % more than one block per
+metric and window, of 256 series 3.6 % more. Blocks of about 2^20 samples (a metric's window of
+8,700 series at 60 s, 2,200 at 15 s) cost next to nothing, and a reader of a few series decodes
+one block of its metric and window (~10 ms), not all of them.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from warehouse.tsdb.tiers import TIERS
 
 WINDOW = timedelta(hours=2)
 GRACE = timedelta(minutes=10)
-BLOCK_SAMPLES = 1 << 18
+BLOCK_SAMPLES = 1 << 20
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
