@@ -1,39 +1,59 @@
-"""Telemetry on disk: bytes per sample, ingest and rollup refresh, beside Parquet and Prometheus.
+"""Telemetry on disk: bytes per sample in wanka (compacted), Prometheus, VictoriaMetrics, Parquet.
 
 For each size (GPUs × scrape interval × hours) the simulator's samples go, in one run, into:
 
-- **wanka**: a fresh warehouse (series dictionary + samples, sql/schema/0012), through
-  `Engine.insert_arrow` as ingest writes them, one batch id per simulator batch;
-- **v11 table**: the layout before 0012 — gpu_metrics a plain table with its strings on every row —
-  in a warehouse of today's schema whose gpu_metrics view is replaced by that table (the same
-  rollups run on both); for the largest sizes only the first `--v11-hours` are loaded, because
-  that layout costs ~29 B a sample at 10,000 GPUs (its bytes per sample barely depend on the span:
-  its cost is the per-row-group string dictionaries);
-- **Parquet (zstd)**: the same long-format columns, written by pyarrow, zstd level 3;
+- **wanka**: a fresh warehouse with the simulator's inventory, the samples written through
+  `warehouse.tsdb.append` as ingest writes them (one batch id and transaction per simulator
+  batch); then `compact(cur, now=<a day after the data>)` moves every closed 2 h window into
+  pcodec blocks (wanka.gpu_blocks). Bytes are DuckDB's used blocks after CHECKPOINT less those
+  of the same warehouse before any sample (schema + inventory), before compaction (hot) and
+  after (as stored). Ingest and compaction are timed apart; compaction's CPU seconds (this
+  process, every thread: getrusage) are given as core-minutes per day of data at that size.
+  The ingest path is the one before compaction existed, so its rate is that rate.
+- **where wanka's bytes go**: per metric, the payload of its blocks (sum of length(data)) over
+  its samples; the block statistics rows (wanka.gpu_blocks without `data`), the series
+  dictionary (wanka.gpu_series) and the whole blocks table, each copied into a scratch DuckDB
+  file and measured as that file's used blocks after CHECKPOINT (`pragma_storage_info` names
+  segments, not their bytes) — statistics and series in a file of 16 KiB blocks, so that a few
+  hundred rows are not rounded up to a 256 KiB block; the blocks table in one of the real block
+  size. What is left of the total is the rest (batch log, job labels, DuckDB's free and partly
+  used blocks).
+- **sorted Parquet**: wanka's hot samples (series_id, ts, value) ordered by metric, series, ts,
+  ids and timestamps DELTA_BINARY_PACKED, values PLAIN, zstd, plus the series dictionary as a
+  second file; written by pyarrow before compaction.
+- **VictoriaMetrics**: Debian's `victoria-metrics` (installed with apt-get when missing, skipped
+  with a note when it cannot be) on a free loopback port with its own data folder,
+  `-retentionPeriod=100y -search.disableCache`; every sample as Prometheus text with ms
+  timestamps through `/api/v1/import/prometheus`, then `/internal/force_flush` and
+  `/internal/force_merge`, waiting until no merge runs and the folder stops changing; bytes of
+  `data/` and `indexdb/` apart. Its ingest time is that of the POSTs and the flush.
 - **Prometheus TSDB**: the same samples as an OpenMetrics file, loaded by Debian's
-  `promtool tsdb create-blocks-from openmetrics` (blocks up to `--prom-block` long), for sizes up
-  to `--prom-gpus` GPUs (the text is ~150 bytes a sample); skipped with a note when promtool is
-  missing (`apt-get install prometheus`).
+  `promtool tsdb create-blocks-from openmetrics` (blocks up to `--prom-block` long), chunks and
+  index apart, for sizes up to `--prom-gpus` GPUs: the text is ~300 bytes a sample (all
+  labels), 69 GB at 10,000 GPUs · 60 s · 24 h. Skipped with a note when promtool is missing.
 
-Bytes are what the store holds after CHECKPOINT: DuckDB's used blocks less those of an empty
-warehouse (the schema), the Parquet file, the TSDB block folders (chunks + index). Then the
-shipped dynamic tables are refreshed FULL on wanka and on the v11 table (median of 3), and the
-ratios of ingest rate and refresh time are printed beside the targets (≤ 2 B/sample; ingest and
-refresh no worse than v11).
+Prometheus and VictoriaMetrics get every series label wanka keeps (gpu_series' columns and its
+labels JSON); neither stores batch ids, which wanka's blocks do.
 
-    .venv/bin/python bench/bench_storage.py   # 1k·60s·24h, 10k·60s·24h, 10k·15s·24h, 100k·60s·6h
-    .venv/bin/python bench/bench_storage.py --sizes 1000:60:2   # quick
+The goal line: wanka ≤ 1.0 B/sample and below both Prometheus and VictoriaMetrics.
+
+The "v11 table" comparison (gpu_metrics as a plain table with its strings on every row, ~28 B a
+sample at 10,000 GPUs) and the FULL refresh of the shipped dynamic tables are gone: with
+compaction and two more servers the run no longer fitted its time.
+
+    .venv/bin/python bench/bench_storage.py   # 1k·60s·24h, 10k·60s·24h, 10k·15s·24h
+    .venv/bin/python bench/bench_storage.py --sizes 100:60:4   # quick
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
@@ -41,34 +61,33 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from storage_others import store_parquet, store_prometheus  # bench/ is the script's folder
-from storage_samples import Size, Stored, batches, cluster_for, parse_sizes
+from storage_others import store_parquet, store_prometheus, store_victoria  # bench/ on sys.path
+from storage_samples import START, Size, Stored, batches, cluster_for, parse_sizes
 
-from warehouse.dynamic.shipped import install_shipped, shipped_folder
+from warehouse.dynamic.shipped import install_shipped
 from warehouse.kernel.engine import Engine
-from warehouse.query.executor import execute
 from warehouse.simulate.cluster import SimulatedCluster
 from warehouse.tsdb.append import append
+from warehouse.tsdb.compact import compact
+from warehouse.tsdb.relations import BLOCKS, SERIES
 
-V11_TABLE = """CREATE TABLE gpu_metrics (
-    ts TIMESTAMPTZ NOT NULL, host VARCHAR NOT NULL, gpu INTEGER, uuid VARCHAR, model VARCHAR,
-    metric VARCHAR NOT NULL, value DOUBLE, labels JSON,
-    batch_id BIGINT DEFAULT nextval('wanka.batch_seq'))"""
-DEFAULT_SIZES = "1000:60:24,10000:60:24,10000:15:24,100000:60:6"
+DEFAULT_SIZES = "1000:60:24,10000:60:24,10000:15:24"
+GOAL = 1.0  # B/sample
+#: The block size of the scratch files that measure the statistics rows and the series: the
+#: smallest DuckDB allows, so that a few hundred rows are not rounded up to 256 KiB.
+SMALL_BLOCK = 16384
 
 
-def used_bytes(con: duckdb.DuckDBPyConnection) -> int:
-    con.execute("CHECKPOINT")
+def used_bytes(con: duckdb.DuckDBPyConnection, database: str | None = None) -> int:
+    """A database's used blocks × block size after CHECKPOINT (default: the current one)."""
+    name = database or con.sql("SELECT current_database()").fetchall()[0][0]
+    con.execute(f"CHECKPOINT {name}")
     return int(
-        con.sql("SELECT used_blocks * block_size FROM pragma_database_size()").fetchall()[0][0]
+        con.execute(
+            "SELECT used_blocks * block_size FROM pragma_database_size() WHERE database_name = ?",
+            [name],
+        ).fetchall()[0][0]
     )
-
-
-def empty_bytes(folder: Path) -> int:
-    path = folder / "empty.duckdb"
-    with Engine(str(path)) as eng:
-        install_shipped(eng)
-        return used_bytes(eng.con)
 
 
 def load_inventory(eng: Engine, cluster: SimulatedCluster) -> None:
@@ -78,70 +97,94 @@ def load_inventory(eng: Engine, cluster: SimulatedCluster) -> None:
     cur.close()
 
 
-def refresh_all(eng: Engine, repeats: int) -> dict[str, float]:
-    cur = eng.cursor()
-    times: dict[str, float] = {}
-    for path in sorted(shipped_folder().glob("*.sql")):
-        runs = []
-        for _ in range(repeats):
-            started = time.perf_counter()
-            execute(cur, f"REFRESH DYNAMIC TABLE {path.stem} FULL").read_all()
-            runs.append(time.perf_counter() - started)
-        times[path.stem] = statistics.median(runs)
-    cur.close()
-    return times
-
-
-Insert = Callable[[duckdb.DuckDBPyConnection, pa.Table], int]
-
-
-def load_samples(
-    eng: Engine, cluster: SimulatedCluster, hours: float | None, insert: Insert
-) -> Stored:
-    """The samples (the first `hours` if given), a batch id and a transaction per simulator
-    batch, as ingest writes them; their count and the seconds it took."""
+def load_samples(eng: Engine, cluster: SimulatedCluster) -> Stored:
+    """The samples, a batch id and a transaction per simulator batch, as ingest writes them;
+    their count and the seconds it took."""
     out = Stored()
     started = time.perf_counter()
-    for table in batches(cluster, hours):
+    for table in batches(cluster):
         with eng.transaction() as tx:
             batch = tx.sql("SELECT nextval('wanka.batch_seq')").fetchall()[0][0]
             rows = table.append_column("batch_id", pa.array([batch] * table.num_rows, pa.int64()))
-            out.samples += insert(tx, rows)
+            out.samples += append(tx, rows).gpu
     out.seconds = time.perf_counter() - started
     return out
 
 
-def store_wanka(folder: Path, cluster: SimulatedCluster, base: int, repeats: int) -> Stored:
+def cpu_seconds() -> float:
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return used.ru_utime + used.ru_stime
+
+
+def scratch_bytes(
+    con: duckdb.DuckDBPyConnection, folder: Path, select: str, block_size: int | None = None
+) -> int:
+    """The used bytes of a scratch DuckDB file holding one table made by `select`."""
+    path = folder / "scratch.duckdb"
+    con.execute(
+        f"ATTACH '{path}' AS scratch" + (f" (BLOCK_SIZE {block_size})" if block_size else "")
+    )
+    try:
+        con.execute(f"CREATE TABLE scratch.t AS {select}")
+        return used_bytes(con, "scratch")
+    finally:
+        con.execute("DETACH scratch")
+        path.unlink()
+        path.with_suffix(".duckdb.wal").unlink(missing_ok=True)
+
+
+def where_bytes_go(con: duckdb.DuckDBPyConnection, folder: Path, out: Stored) -> None:
+    """The second table's rows: each metric's block payload, then the statistics rows, the
+    series dictionary, the blocks table as DuckDB stores it, and the rest of the total."""
+    total = out.bytes or 0
+    per_metric = con.sql(
+        f"SELECT metric, sum(octet_length(data))::BIGINT, sum(samples)::BIGINT FROM {BLOCKS} "
+        "GROUP BY metric ORDER BY 2 DESC"
+    ).fetchall()
+    payload = sum(b for _, b, _ in per_metric)
+    stats = scratch_bytes(con, folder, f"SELECT * EXCLUDE (data) FROM {BLOCKS}", SMALL_BLOCK)
+    blocks_table = scratch_bytes(con, folder, f"SELECT * FROM {BLOCKS}")
+    series = scratch_bytes(con, folder, f"SELECT * FROM {SERIES}", SMALL_BLOCK)
+    [(n_series, n_blocks)] = con.sql(
+        f"SELECT (SELECT count(*) FROM {SERIES}), (SELECT count(*) FROM {BLOCKS})"
+    ).fetchall()
+    out.where = [(f"block data: {m}", b, s) for m, b, s in per_metric]
+    out.where += [
+        ("block data, all metrics", payload, out.samples),
+        (f"block statistics rows ({n_blocks:,} blocks; 16 KiB-block copy)", stats, out.samples),
+        ("blocks table as stored (data + statistics; copy)", blocks_table, out.samples),
+        (f"series dictionary ({n_series:,} series; 16 KiB-block copy)", series, out.samples),
+        ("rest (batch log, job labels, hot leftovers, free space)",
+         total - blocks_table - series, out.samples),
+        ("total", total, out.samples),
+    ]  # fmt: skip
+
+
+def store_wanka(folder: Path, cluster: SimulatedCluster, size: Size) -> tuple[Stored, Stored]:
+    """wanka's figures, and sorted Parquet's (written from its hot samples)."""
     with Engine(str(folder / "wanka.duckdb")) as eng:
         load_inventory(eng, cluster)
         install_shipped(eng)
-        out = load_samples(eng, cluster, None, lambda tx, rows: append(tx, rows).gpu)
-        out.bytes = used_bytes(eng.con) - base
-        out.refresh_s = refresh_all(eng, repeats)
-    return out
-
-
-def store_v11(
-    folder: Path, cluster: SimulatedCluster, base: int, hours: float | None, repeats: int
-) -> Stored:
-    def insert(tx: duckdb.DuckDBPyConnection, rows: pa.Table) -> int:
-        tx.register("_rows", rows)
+        base = used_bytes(eng.con)
+        out = load_samples(eng, cluster)
+        out.hot_bytes = used_bytes(eng.con) - base
+        print(f"  wanka hot {out.hot_bytes / out.samples:.2f} B/sample, ingest {out.seconds:.0f} s",
+              file=sys.stderr, flush=True)  # fmt: skip
+        cur = eng.cursor()
         try:
-            found = tx.execute("INSERT INTO gpu_metrics BY NAME SELECT * FROM _rows")
-            return int(found.fetchall()[0][0])
+            parquet = store_parquet(folder, cur)
+            print(f"  parquet {parquet.per_sample:.2f} B/sample", file=sys.stderr, flush=True)
+            started, cpu = time.perf_counter(), cpu_seconds()
+            moved = compact(cur, now=START + timedelta(hours=size.hours + 24))
+            out.compact_s = time.perf_counter() - started
+            out.compact_cpu_s = cpu_seconds() - cpu
         finally:
-            tx.unregister("_rows")
-
-    with Engine(str(folder / "v11.duckdb")) as eng:
-        eng.con.execute("DROP VIEW gpu_metrics")
-        eng.con.execute(V11_TABLE)
-        load_inventory(eng, cluster)
-        install_shipped(eng)
-        out = load_samples(eng, cluster, hours, insert)
-        out.note = f"first {hours:g} h" if hours is not None else ""
-        out.bytes = used_bytes(eng.con) - base  # the v11 layout, in today's schema
-        out.refresh_s = refresh_all(eng, repeats)
-    return out
+            cur.close()
+        if sum(m.samples for m in moved) != out.samples:
+            out.note = f"compacted {sum(m.samples for m in moved):,} of {out.samples:,}"
+        out.bytes = used_bytes(eng.con) - base
+        where_bytes_go(eng.con, folder, out)
+    return out, parquet
 
 
 def fmt(value: float | None, spec: str) -> str:
@@ -152,16 +195,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help="GPUS:INTERVAL_S:HOURS,...")
     parser.add_argument(
-        "--v11-hours", type=float, default=6.0, help="v11 table: hours loaded past 1,000 GPUs"
-    )
-    parser.add_argument(
-        "--v11-max-samples", type=float, default=300e6, help="skip v11 above this many samples"
-    )
-    parser.add_argument(
         "--prom-gpus", type=int, default=1000, help="Prometheus up to this many GPUs"
     )
     parser.add_argument("--prom-block", default="24h", help="promtool --max-block-duration")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-victoria", action="store_true", help="skip VictoriaMetrics")
     parser.add_argument("--dir", default=None, help="work folder (default: a temporary one)")
     args = parser.parse_args()
 
@@ -171,83 +208,110 @@ def main() -> None:
         try:
             print(f"# {size.label}", file=sys.stderr, flush=True)
             cluster = cluster_for(size)
-            base = empty_bytes(folder)
             found: dict[str, Stored] = {}
-            found["wanka"] = store_wanka(folder, cluster, base, args.repeats)
+            found["wanka"], found["parquet"] = store_wanka(folder, cluster, size)
             (folder / "wanka.duckdb").unlink()
-            print(f"  wanka {found['wanka'].per_sample:.2f} B/sample", file=sys.stderr, flush=True)
-            v11_hours = None if size.gpus <= 1000 else min(size.hours, args.v11_hours)
-            if (
-                found["wanka"].samples * (v11_hours or size.hours) / size.hours
-                <= args.v11_max_samples
-            ):
-                found["v11"] = store_v11(folder, cluster, base, v11_hours, args.repeats)
-                (folder / "v11.duckdb").unlink()
-            found["parquet"] = store_parquet(folder, cluster)
+            w = found["wanka"]
+            print(f"  wanka {w.per_sample:.2f} B/sample, compaction {w.compact_s:.0f} s",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            if not args.no_victoria:
+                found["victoria"] = store_victoria(folder, cluster)
+                v = found["victoria"]
+                print(f"  victoria {fmt(v.per_sample, '.2f')} B/sample {v.note}",
+                      file=sys.stderr, flush=True)  # fmt: skip
             if size.gpus <= args.prom_gpus:
                 found["prometheus"] = store_prometheus(folder, cluster, args.prom_block)
             rows.append((size, found))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+        report(rows[-1:], file=sys.stderr)
     report(rows)
 
 
-def report(rows: list[tuple[Size, dict[str, Stored]]]) -> None:
-    print(
-        "| size | samples | wanka B/sample | v11 table | Parquet zstd | Prometheus TSDB | target |"
+def mrate(samples: int, seconds: float) -> str:
+    """Millions of samples a second."""
+    return f"{samples / seconds / 1e6:.2f}" if seconds else "—"
+
+
+def _per(n: int | None, samples: int) -> str:
+    return "—" if n is None or not samples else f"{n / samples:.2f}"
+
+
+def _parts(s: Stored | None) -> str:
+    if s is None:
+        return "—"
+    if s.per_sample is None:
+        return f"— ({s.note})" if s.note else "—"
+    inner = " + ".join(f"{_per(b, s.samples)} {name}" for name, b in s.parts.items() if b)
+    return f"{s.per_sample:.2f}" + (f" ({inner})" if inner else "")
+
+
+def report(rows: list[tuple[Size, dict[str, Stored]]], file: object = None) -> None:
+    def say(line: str = "") -> None:
+        print(line, file=file)  # type: ignore[call-overload]
+
+    say(
+        "| size | samples | wanka B/sample (hot before compaction) | VictoriaMetrics "
+        "| Prometheus TSDB | sorted Parquet | goal: wanka ≤ 1.0 B and below both |"
     )
-    print("|---|---:|---:|---:|---:|---:|---|")
+    say("|---|---:|---:|---:|---:|---:|---|")
     for size, found in rows:
-        cells = []
-        for key in ("v11", "parquet", "prometheus"):
-            s = found.get(key)
-            if s is None:
-                cells.append("—")
-            else:
-                note = f" ({s.note})" if s.note else ""
-                cells.append(f"{fmt(s.per_sample, '.2f')}{note}")
         w = found["wanka"]
-        ok = "met" if w.per_sample is not None and w.per_sample <= 2 else "not met"
-        print(
-            f"| {size.label} | {w.samples:,} | {fmt(w.per_sample, '.2f')} | "
-            f"{' | '.join(cells)} | ≤ 2 B: {ok} |"
+        vm, prom = found.get("victoria"), found.get("prometheus")
+        others = [s.per_sample for s in (vm, prom) if s is not None and s.per_sample]
+        if w.per_sample is None:
+            verdict = "—"
+        else:
+            ratio = f"{w.per_sample / GOAL:.2f}× of 1.0 B"
+            pairs = (("VM", vm and vm.per_sample), ("Prom", prom and prom.per_sample))
+            below = [f"{w.per_sample / o:.2f}× of {name}" for name, o in pairs if o]
+            met = w.per_sample <= GOAL and all(w.per_sample < o for o in others)
+            verdict = f"{'met' if met else 'not met'}: {'; '.join([ratio, *below])}"
+            if len(others) < 2:
+                verdict += " (not all compared)"
+        say(
+            f"| {size.label} | {w.samples:,} | {fmt(w.per_sample, '.2f')} "
+            f"({_per(w.hot_bytes, w.samples)}) | {_parts(vm)} | {_parts(prom)} "
+            f"| {_parts(found.get('parquet'))} | {verdict} |"
         )
-    print()
-    print(
-        "| size | ingest wanka (M samples/s) | v11 table | ratio "
-        "| full refresh, 4 shipped tables: wanka s | v11 s | ratio |"
+    say()
+    say(
+        "| size | wanka ingest s (M samples/s) | compaction s (M samples/s) | compaction CPU s "
+        "| core-min per day of data | ingest + compaction M samples/s "
+        "| VictoriaMetrics import s (M samples/s) | promtool s |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    say("|---|---:|---:|---:|---:|---:|---:|---:|")
     for size, found in rows:
-        w, v = found["wanka"], found.get("v11")
-        w_ref = sum(w.refresh_s.values())
-        if v is None:
-            rate = fmt((w.rate or 0) / 1e6, ".2f")
-            print(f"| {size.label} | {rate} | — | — | {w_ref:.2f} | — | — |")
-            continue
-        v_ref = sum(v.refresh_s.values())
-        rate_ratio = (w.rate or 0) / (v.rate or 1)
-        # v11 may hold fewer hours: compare refresh per sample held
-        per = (w_ref / w.samples) / (v_ref / v.samples) if v.samples else None
-        print(
-            f"| {size.label} | {(w.rate or 0) / 1e6:.2f} | {(v.rate or 0) / 1e6:.2f}"
-            f"{' (' + v.note + ')' if v.note else ''} | {rate_ratio:.2f}× | {w_ref:.2f} | "
-            f"{v_ref:.2f} | "
-            f"{fmt(per, '.2f')}× per sample |"
+        w = found["wanka"]
+        vm, prom = found.get("victoria"), found.get("prometheus")
+        days = size.hours / 24
+        say(
+            f"| {size.label} | {w.seconds:.1f} ({mrate(w.samples, w.seconds)}) "
+            f"| {w.compact_s:.1f} ({mrate(w.samples, w.compact_s)}) | {w.compact_cpu_s:.1f} "
+            f"| {w.compact_cpu_s / 60 / days:.2f} "
+            f"| {mrate(w.samples, w.seconds + w.compact_s)} "
+            f"| {f'{vm.seconds:.1f} ({mrate(vm.samples, vm.seconds)})' if vm and vm.bytes else '—'}"
+            " "
+            f"| {f'{prom.seconds:.1f}' if prom and prom.bytes else '—'} |"
         )
-    print()
-    print(
-        "Refresh FULL per shipped table (s, median): "
-        + "; ".join(
-            f"{size.label}: "
-            + ", ".join(
-                f"{name} {found['wanka'].refresh_s[name]:.2f}"
-                + (f" / v11 {found['v11'].refresh_s[name]:.2f}" if "v11" in found else "")
-                for name in found["wanka"].refresh_s
-            )
-            for size, found in rows
-        )
-    )
+    for size, found in rows:
+        w = found["wanka"]
+        say()
+        say(f"Where wanka's bytes go, {size.label} ({w.samples:,} samples):")
+        say()
+        say("| part | bytes | samples | B/sample |")
+        say("|---|---:|---:|---:|")
+        for name, n, samples in w.where:
+            say(f"| {name} | {n:,} | {samples:,} | {_per(n, samples)} |")
+    notes = [
+        f"{size.label} {key}: {s.note}"
+        for size, found in rows
+        for key, s in found.items()
+        if s.note
+    ]
+    if notes:
+        say()
+        say("Notes: " + "; ".join(notes))
 
 
 if __name__ == "__main__":

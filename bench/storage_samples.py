@@ -21,9 +21,16 @@ class Stored:
 
     samples: int = 0
     bytes: int | None = None
-    seconds: float = 0.0
-    refresh_s: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0  # ingest (or write) time
     note: str = ""
+    #: the bytes by part (chunks / index, data / indexdb, ...), summing to `bytes`
+    parts: dict[str, int] = field(default_factory=dict)
+    #: wanka only: the bytes before compaction (hot table), compaction's wall and CPU seconds
+    hot_bytes: int | None = None
+    compact_s: float = 0.0
+    compact_cpu_s: float = 0.0
+    #: wanka only: the second table, "where the bytes go" (name, bytes, samples it is over)
+    where: list[tuple[str, int, int]] = field(default_factory=list)
 
     @property
     def per_sample(self) -> float | None:
