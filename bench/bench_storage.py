@@ -10,14 +10,13 @@ For each size (GPUs × scrape interval × hours) the simulator's samples go, in 
   after (as stored). Ingest and compaction are timed apart; compaction's CPU seconds (this
   process, every thread: getrusage) are given as core-minutes per day of data at that size.
   The ingest path is the one before compaction existed, so its rate is that rate.
-- **where wanka's bytes go**: per metric, the payload of its blocks (sum of length(data)) over
-  its samples; the block statistics rows (wanka.gpu_blocks without `data`), the series
-  dictionary (wanka.gpu_series) and the whole blocks table, each copied into a scratch DuckDB
-  file and measured as that file's used blocks after CHECKPOINT (`pragma_storage_info` names
-  segments, not their bytes) — statistics and series in a file of 16 KiB blocks, so that a few
-  hundred rows are not rounded up to a 256 KiB block; the blocks table in one of the real block
-  size. What is left of the total is the rest (batch log, job labels, DuckDB's free and partly
-  used blocks).
+- **where wanka's bytes go**: per metric, the payload of its blocks (sum of octet_length(data))
+  over its samples; then, since `pragma_storage_info` names segments but not their bytes, the
+  warehouse is taken apart after the measurement and each part is what its used bytes fall by
+  (CHECKPOINT after each step, 256 KiB blocks): the blocks' `data` column (ALTER TABLE ... DROP
+  COLUMN), the statistics rows (DROP TABLE wanka.gpu_blocks), the series dictionary (DROP TABLE
+  wanka.gpu_series); what is left above the empty warehouse is the rest (batch log, job
+  labels, DuckDB's free and partly used blocks).
 - **sorted Parquet**: wanka's hot samples (series_id, ts, value) ordered by metric, series, ts,
   ids and timestamps DELTA_BINARY_PACKED, values PLAIN, zstd, plus the series dictionary as a
   second file; written by pyarrow before compaction.
@@ -73,9 +72,6 @@ from warehouse.tsdb.relations import BLOCKS, SERIES
 
 DEFAULT_SIZES = "1000:60:24,10000:60:24,10000:15:24"
 GOAL = 1.0  # B/sample
-#: The block size of the scratch files that measure the statistics rows and the series: the
-#: smallest DuckDB allows, so that a few hundred rows are not rounded up to 256 KiB.
-SMALL_BLOCK = 16384
 
 
 def used_bytes(con: duckdb.DuckDBPyConnection, database: str | None = None) -> int:
@@ -116,48 +112,36 @@ def cpu_seconds() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def scratch_bytes(
-    con: duckdb.DuckDBPyConnection, folder: Path, select: str, block_size: int | None = None
-) -> int:
-    """The used bytes of a scratch DuckDB file holding one table made by `select`."""
-    path = folder / "scratch.duckdb"
-    con.execute(
-        f"ATTACH '{path}' AS scratch" + (f" (BLOCK_SIZE {block_size})" if block_size else "")
-    )
-    try:
-        con.execute(f"CREATE TABLE scratch.t AS {select}")
-        return used_bytes(con, "scratch")
-    finally:
-        con.execute("DETACH scratch")
-        path.unlink()
-        path.with_suffix(".duckdb.wal").unlink(missing_ok=True)
-
-
-def where_bytes_go(con: duckdb.DuckDBPyConnection, folder: Path, out: Stored) -> None:
-    """The second table's rows: each metric's block payload, then the statistics rows, the
-    series dictionary, the blocks table as DuckDB stores it, and the rest of the total."""
-    total = out.bytes or 0
+def where_bytes_go(con: duckdb.DuckDBPyConnection, base: int, out: Stored) -> None:
+    """The second table's rows: each metric's block payload, then what the warehouse's used
+    bytes fall by as the parts go, one after another — the blocks' data column, the rest of the
+    blocks table (statistics rows), the series dictionary; what is left above the empty
+    warehouse is the rest. It takes the warehouse apart: the last thing done with it."""
     per_metric = con.sql(
         f"SELECT metric, sum(octet_length(data))::BIGINT, sum(samples)::BIGINT FROM {BLOCKS} "
         "GROUP BY metric ORDER BY 2 DESC"
     ).fetchall()
-    payload = sum(b for _, b, _ in per_metric)
-    stats = scratch_bytes(con, folder, f"SELECT * EXCLUDE (data) FROM {BLOCKS}", SMALL_BLOCK)
-    blocks_table = scratch_bytes(con, folder, f"SELECT * FROM {BLOCKS}")
-    series = scratch_bytes(con, folder, f"SELECT * FROM {SERIES}", SMALL_BLOCK)
     [(n_series, n_blocks)] = con.sql(
         f"SELECT (SELECT count(*) FROM {SERIES}), (SELECT count(*) FROM {BLOCKS})"
     ).fetchall()
-    out.where = [(f"block data: {m}", b, s) for m, b, s in per_metric]
+    total = used_bytes(con)
+    con.execute(f"ALTER TABLE {BLOCKS} DROP COLUMN data")
+    without_data = used_bytes(con)
+    con.execute(f"DROP TABLE {BLOCKS}")
+    without_blocks = used_bytes(con)
+    con.execute(f"DROP TABLE {SERIES} CASCADE")  # and the triggers that name it
+    rest = used_bytes(con)
+    payload = sum(b for _, b, _ in per_metric)
+    n = out.samples
+    out.where = [(f"block payload: {m}", b, s) for m, b, s in per_metric]
     out.where += [
-        ("block data, all metrics", payload, out.samples),
-        (f"block statistics rows ({n_blocks:,} blocks; 16 KiB-block copy)", stats, out.samples),
-        ("blocks table as stored (data + statistics; copy)", blocks_table, out.samples),
-        (f"series dictionary ({n_series:,} series; 16 KiB-block copy)", series, out.samples),
-        ("rest (batch log, job labels, hot leftovers, free space)",
-         total - blocks_table - series, out.samples),
-        ("total", total, out.samples),
-    ]  # fmt: skip
+        ("block payload, all metrics (sum of octet_length(data))", payload, n),
+        ("blocks' data column as stored", total - without_data, n),
+        (f"block statistics rows ({n_blocks:,} blocks)", without_data - without_blocks, n),
+        (f"series dictionary ({n_series:,} series)", without_blocks - rest, n),
+        ("rest (batch log, job labels, emptied hot table, free space)", rest - base, n),
+        ("total", total - base, n),
+    ]
 
 
 def store_wanka(folder: Path, cluster: SimulatedCluster, size: Size) -> tuple[Stored, Stored]:
@@ -183,7 +167,7 @@ def store_wanka(folder: Path, cluster: SimulatedCluster, size: Size) -> tuple[St
         if sum(m.samples for m in moved) != out.samples:
             out.note = f"compacted {sum(m.samples for m in moved):,} of {out.samples:,}"
         out.bytes = used_bytes(eng.con) - base
-        where_bytes_go(eng.con, folder, out)
+        where_bytes_go(eng.con, base, out)
     return out, parquet
 
 
