@@ -13,10 +13,12 @@ For each size (GPUs × scrape interval × hours) the simulator's samples go, in 
 - **where wanka's bytes go**: per metric, the payload of its blocks (sum of octet_length(data))
   over its samples; then, since `pragma_storage_info` names segments but not their bytes, the
   warehouse is taken apart after the measurement and each part is what its used bytes fall by
-  (CHECKPOINT after each step, 256 KiB blocks): the blocks' `data` column (ALTER TABLE ... DROP
-  COLUMN), the statistics rows (DROP TABLE wanka.gpu_blocks), the series dictionary (DROP TABLE
-  wanka.gpu_series); what is left above the empty warehouse is the rest (batch log, job
-  labels, DuckDB's free and partly used blocks).
+  (CHECKPOINT after each step, 256 KiB blocks, so ± a block): the blocks' `data` column (ALTER
+  TABLE ... DROP COLUMN), the statistics rows (DROP TABLE wanka.gpu_blocks; also given
+  uncompressed, from its column widths, as they are below a block), the series dictionary
+  (DROP TABLE wanka.gpu_series); what is left above the empty warehouse is the rest: what
+  ingest derives beside the samples (batch log, job label stretches, GPU events and their
+  state, a 256 KiB block or more each) and DuckDB's partly used blocks.
 - **sorted Parquet**: wanka's hot samples (series_id, ts, value) ordered by metric, series, ts,
   ids and timestamps DELTA_BINARY_PACKED, values PLAIN, zstd, plus the series dictionary as a
   second file; written by pyarrow before compaction.
@@ -71,6 +73,9 @@ from warehouse.tsdb.compact import compact
 from warehouse.tsdb.relations import BLOCKS, SERIES
 
 DEFAULT_SIZES = "1000:60:24,10000:60:24,10000:15:24"
+#: The bytes of a statistics row's fixed-width columns (0021_telemetry_blocks.sql): 15 of 8 bytes
+#: less the two INTEGER series bounds' 4 each, without the metric name.
+STATS_WIDTH = 15 * 8 - 2 * 4
 GOAL = 1.0  # B/sample
 
 
@@ -121,8 +126,9 @@ def where_bytes_go(con: duckdb.DuckDBPyConnection, base: int, out: Stored) -> No
         f"SELECT metric, sum(octet_length(data))::BIGINT, sum(samples)::BIGINT FROM {BLOCKS} "
         "GROUP BY metric ORDER BY 2 DESC"
     ).fetchall()
-    [(n_series, n_blocks)] = con.sql(
-        f"SELECT (SELECT count(*) FROM {SERIES}), (SELECT count(*) FROM {BLOCKS})"
+    [(n_series, n_blocks, stats_raw)] = con.sql(
+        f"SELECT (SELECT count(*) FROM {SERIES}), count(*), "
+        f"(count(*) * {STATS_WIDTH} + sum(strlen(metric)))::BIGINT FROM {BLOCKS}"
     ).fetchall()
     total = used_bytes(con)
     con.execute(f"ALTER TABLE {BLOCKS} DROP COLUMN data")
@@ -137,9 +143,14 @@ def where_bytes_go(con: duckdb.DuckDBPyConnection, base: int, out: Stored) -> No
     out.where += [
         ("block payload, all metrics (sum of octet_length(data))", payload, n),
         ("blocks' data column as stored", total - without_data, n),
-        (f"block statistics rows ({n_blocks:,} blocks)", without_data - without_blocks, n),
+        (
+            f"block statistics rows ({n_blocks:,} blocks), measured",
+            without_data - without_blocks,
+            n,
+        ),
+        ("block statistics rows, uncompressed (fixed-width columns + metric)", stats_raw or 0, n),
         (f"series dictionary ({n_series:,} series)", without_blocks - rest, n),
-        ("rest (batch log, job labels, emptied hot table, free space)", rest - base, n),
+        ("rest (batch log, job label stretches, GPU events and state)", rest - base, n),
         ("total", total - base, n),
     ]
 
@@ -205,6 +216,11 @@ def main() -> None:
                       file=sys.stderr, flush=True)  # fmt: skip
             if size.gpus <= args.prom_gpus:
                 found["prometheus"] = store_prometheus(folder, cluster, args.prom_block)
+            else:
+                found["prometheus"] = Stored(
+                    note=f"not run above --prom-gpus {args.prom_gpus} (its OpenMetrics file is "
+                    f"~300 B a sample: {found['wanka'].samples * 300 / 1e9:.0f} GB)"
+                )
             rows.append((size, found))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
