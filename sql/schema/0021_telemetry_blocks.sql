@@ -71,16 +71,36 @@ CREATE TABLE wanka.tier_blocks (
     data                BLOB NOT NULL
 );
 
+-- The minute tier keeps only minutes of two samples or more (warehouse/tsdb/tiers.py): at 60 s
+-- scrapes a minute holds one sample, and its row would be that sample again. A minute of one
+-- sample is read from the samples themselves: those folded (batch up to the tiers' watermark,
+-- as the tiers lag the samples by one pass) whose minute has no row in the tier.
 CREATE OR REPLACE VIEW gpu_metrics_1m AS
+WITH k AS (
+    SELECT * FROM wanka.gpu_tier_1m
+    UNION ALL
+    SELECT unnest(wanka_tier_block(data, NULL, NULL, NULL), recursive := true)
+    FROM wanka.tier_blocks WHERE tier = 'wanka.gpu_tier_1m'
+)
 SELECT t.bucket, r.metric, r.host, r.gpu, r.uuid, r.model, r.labels, t.samples, t.value_sum,
        coalesce(t.value_min, t.value_sum) AS value_min,
        coalesce(t.value_max, t.value_sum) AS value_max,
        coalesce(t.value_last, t.value_sum) AS value_last, t.last_ts
 FROM (
-    SELECT * FROM wanka.gpu_tier_1m
+    SELECT * FROM k
     UNION ALL
-    SELECT unnest(wanka_tier_block(data, NULL, NULL, NULL), recursive := true)
-    FROM wanka.tier_blocks WHERE tier = 'wanka.gpu_tier_1m'
+    SELECT s.series_id, time_bucket(INTERVAL '1 minute', s.ts) AS bucket, 1 AS samples,
+           s.value AS value_sum, NULL::DOUBLE AS value_min, NULL::DOUBLE AS value_max,
+           NULL::DOUBLE AS value_last, s.ts AS last_ts
+    FROM (
+        SELECT series_id, ts, value, batch_id FROM wanka.gpu_samples
+        UNION ALL
+        SELECT unnest(wanka_block(data, NULL, NULL, NULL, NULL, NULL), recursive := true)
+        FROM wanka.gpu_blocks
+    ) AS s
+    WHERE s.value IS NOT NULL AND s.batch_id <= (SELECT watermark FROM wanka.tier_state)
+      AND NOT EXISTS (SELECT 1 FROM k WHERE k.series_id = s.series_id
+                      AND k.bucket = time_bucket(INTERVAL '1 minute', s.ts))
 ) t JOIN wanka.gpu_series r ON r.series_id = t.series_id;
 CREATE OR REPLACE VIEW gpu_metrics_1h AS
 SELECT t.bucket, r.metric, r.host, r.gpu, r.uuid, r.model, r.labels, t.samples, t.value_sum,

@@ -26,7 +26,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from warehouse.tsdb import relations, tier_blocks
-from warehouse.tsdb.tiers import TIERS
+from warehouse.tsdb.tiers import MINUTES, TIERS, single_samples
 
 _COLUMNS = ", ".join(
     f"{'s' if c in relations.SAMPLE_COLUMNS else 'r'}.{c}" for c in relations.COLUMNS
@@ -224,6 +224,10 @@ def _relation(view: str, bounds: Bounds, alias: str) -> exp.Expr:
         )
     else:
         rows = tier_blocks.rows(tier, bounds.ts[0], bounds.ts[1], metrics)
+        if tier == MINUTES:  # and its minutes of one sample, from the samples
+            hi = bounds.ts[1] and f"{bounds.ts[1]} + INTERVAL 1 MINUTE"
+            raw = relations.samples(ts=(bounds.ts[0], hi), metrics=metrics)
+            rows = f"({rows} UNION ALL {single_samples(rows, raw)})"
         sql = (
             f"(SELECT {_TIER_COLUMNS} FROM {rows} AS t "
             f"JOIN {relations.SERIES} AS r ON r.series_id = t.series_id) AS {alias}"

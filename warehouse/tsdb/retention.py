@@ -173,8 +173,10 @@ def apply(
         batches = _batches(cur, cutoff)
         rows = steps = 0
         while True:
-            edge = _next_edge(batches, edge, min(cutoff, edge + step), max_rows)
+            last, edge = edge, _next_edge(batches, edge, min(cutoff, edge + step), max_rows)
             with transaction(cur):
+                if stored == relations.HOT:  # what only the samples held goes into the tier
+                    tiers.keep_single_minutes(cur, last, edge)
                 cur.execute("INSERT INTO wanka.retention_running VALUES (?)", [rule.table])
                 found = cur.execute(f"DELETE FROM {stored} WHERE {column} < ?", [edge])
                 rows += int(found.fetchall()[0][0])

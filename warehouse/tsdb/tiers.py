@@ -32,6 +32,9 @@ from warehouse.tsdb.relations import BATCHES, BLOCKS, HOT, LABEL_COLUMNS, SERIES
 
 #: Each tier's table and bucket width.
 TIERS = {"wanka.gpu_tier_1m": "1 minute", "wanka.gpu_tier_1h": "1 hour"}
+#: The tier that keeps only buckets of two samples or more: a minute of one sample (every
+#: minute, at 60 s scrapes) is that sample, read from the raw samples (`single_samples`).
+MINUTES = "wanka.gpu_tier_1m"
 #: A tier row's columns, in their table's order.
 COLUMNS = (
     "series_id",
@@ -45,7 +48,7 @@ COLUMNS = (
 )
 
 
-def _rows(width: str, source: str) -> str:
+def _rows(width: str, source: str, having: str = "") -> str:
     """Tier rows of the samples of `source` (series_id, ts, value) at bucket `width`."""
     several = "CASE WHEN count(*) > 1 THEN {} END"
     return (
@@ -54,7 +57,26 @@ def _rows(width: str, source: str) -> str:
         f"{several.format('min(value)')} AS value_min, "
         f"{several.format('max(value)')} AS value_max, "
         f"{several.format('arg_max(value, (ts, value))')} AS value_last, max(ts) AS last_ts "
-        f"FROM {source} WHERE value IS NOT NULL GROUP BY 1, 2"
+        f"FROM {source} WHERE value IS NOT NULL GROUP BY 1, 2{having}"
+    )
+
+
+#: What a bucket must hold to be kept in a tier's table.
+_KEPT = {MINUTES: " HAVING count(*) > 1"}
+
+
+def single_samples(tier_rows: str, raw: str) -> str:
+    """The minutes of one sample as rows of the minute tier: the folded samples of `raw`
+    (series_id, ts, value, batch_id) with a value whose minute has no row in `tier_rows` (the
+    tier's rows, in its table and its blocks)."""
+    minute = "time_bucket(INTERVAL '1 minute', s.ts)"
+    return (
+        f"SELECT s.series_id, {minute} AS bucket, 1 AS samples, s.value AS value_sum, "
+        "NULL::DOUBLE AS value_min, NULL::DOUBLE AS value_max, NULL::DOUBLE AS value_last, "
+        f"s.ts AS last_ts FROM {raw} AS s WHERE s.value IS NOT NULL "
+        "AND s.batch_id <= (SELECT watermark FROM wanka.tier_state) "
+        f"AND NOT EXISTS (SELECT 1 FROM {tier_rows} AS k "
+        f"WHERE k.series_id = s.series_id AND k.bucket = {minute})"
     )
 
 
@@ -110,8 +132,12 @@ def _fold(cur: duckdb.DuckDBPyConnection) -> int:
         lo = f"time_bucket(INTERVAL '{width}', {new.format('min', 'min')})"
         tier_blocks.thaw(cur, table, lo, new.format("max", "max"), params=window)
     source = f"(SELECT series_id, ts, value FROM {samples(batches=('$lo + 1', '$hi'))})"
+    held = _held(cur)
     for table, width in TIERS.items():
-        cur.execute(_merge(table, width, source), window)
+        if table == MINUTES:
+            _fold_minutes(cur, source, window, held)
+        else:
+            cur.execute(_merge(table, width, source), window)
     if dirty:
         _recompute(cur)
     cur.execute("UPDATE wanka.tier_state SET watermark = ?", [high])
@@ -120,6 +146,65 @@ def _fold(cur: duckdb.DuckDBPyConnection) -> int:
         window,
     ).fetchall()
     return int(folded)
+
+
+def keep_single_minutes(cur: duckdb.DuckDBPyConnection, lo: datetime, hi: datetime) -> int:
+    """Before retention drops the samples of [lo, hi): put their minutes of one sample (read
+    from the samples so far) into the minute tier, which keeps what raw retention drops; the
+    rows it added. In the caller's transaction."""
+    tier = tier_blocks.rows(MINUTES, None, None)
+    raw = samples(ts=("CAST($lo AS TIMESTAMPTZ)", "CAST($hi AS TIMESTAMPTZ)"))
+    found = cur.execute(
+        f"INSERT INTO {MINUTES} SELECT * FROM ({single_samples(tier, raw)}) WHERE last_ts < $hi",
+        {"lo": lo, "hi": hi},
+    ).fetchall()
+    return int(found[0][0]) if found else 0
+
+
+def _fold_minutes(
+    cur: duckdb.DuckDBPyConnection, source: str, window: dict[str, int], held: datetime | None
+) -> None:
+    """Rebuild the minutes the new samples (`source`) fall in from the samples held, keeping
+    those of two samples or more. A minute retention no longer holds whole takes the new
+    samples as a merge into what the tier has (its raw samples are partly gone)."""
+    minute = "time_bucket(INTERVAL '1 minute', ts)"
+    touched = "_wanka_tier_minutes"
+    cur.execute(
+        f"CREATE OR REPLACE TEMP TABLE {touched} AS SELECT DISTINCT series_id, {minute} AS bucket "
+        f"FROM {source} WHERE value IS NOT NULL",
+        window,
+    )
+    try:
+        edge = {} if held is None else {"held": _ceil(cur, held, "1 minute")}
+        whole = "TRUE" if held is None else "k.bucket >= $held"
+        if held is not None:
+            older = (
+                f"(SELECT x.* FROM {source} x JOIN {touched} k ON k.series_id = x.series_id "
+                f"AND k.bucket = time_bucket(INTERVAL '1 minute', x.ts) WHERE k.bucket < $held)"
+            )
+            cur.execute(_merge(MINUTES, "1 minute", older), {**window, **edge})
+        cur.execute(
+            f"DELETE FROM {MINUTES} AS t USING {touched} AS k "
+            f"WHERE t.series_id = k.series_id AND t.bucket = k.bucket AND {whole}",
+            edge,
+        )
+        raw = samples(
+            ts=(
+                f"(SELECT min(bucket) FROM {touched})",
+                f"(SELECT max(bucket) + INTERVAL 1 MINUTE FROM {touched})",
+            ),
+            series=f"SELECT series_id FROM {touched}",
+        )
+        rows = (
+            f"(SELECT s.series_id, s.ts, s.value FROM {raw} s JOIN {touched} AS k "
+            f"ON k.series_id = s.series_id AND k.bucket = time_bucket(INTERVAL '1 minute', s.ts) "
+            f"WHERE {whole})"
+        )
+        cur.execute(
+            f"INSERT INTO {MINUTES} {_rows('1 minute', rows, _KEPT[MINUTES])} ORDER BY 2, 1", edge
+        )
+    finally:
+        cur.execute(f"DROP TABLE IF EXISTS {touched}")
 
 
 def _merge_twins(cur: duckdb.DuckDBPyConnection) -> None:
@@ -205,7 +290,8 @@ def _recompute(cur: duckdb.DuckDBPyConnection) -> None:
             f"JOIN {touched} AS k ON k.series_id = s.series_id "
             f"AND s.ts >= k.bucket AND s.ts < k.bucket + INTERVAL '{width}' WHERE {whole})"
         )
-        cur.execute(f"INSERT INTO {table} {_rows(width, samples_)} ORDER BY 2, 1", values)
+        kept = _KEPT.get(table, "")
+        cur.execute(f"INSERT INTO {table} {_rows(width, samples_, kept)} ORDER BY 2, 1", values)
     cur.execute("DELETE FROM wanka.tier_dirty")
 
 

@@ -25,8 +25,9 @@ METRICS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE")
 
 @pytest.fixture(scope="module")
 def eng(warehouses: Warehouses) -> Iterator[Engine]:
-    """Seven hours of two metrics on three hosts every 5 minutes; the first six compacted
-    (samples and tier rows), the last hot."""
+    """Seven hours of two metrics on three hosts every 5 minutes (the first twice a minute
+    then, so that its minutes are tier rows, the other's single samples); the first six hours
+    compacted (samples and tier rows), the last hot."""
     with warehouses.engine() as engine:
         cur = engine.cursor()
         rows = [
@@ -40,6 +41,9 @@ def eng(warehouses: Warehouses) -> Iterator[Engine]:
             for i in range(7 * 12)
             for h in range(3)
             for m in METRICS
+        ]
+        rows += [
+            dict(r, ts=r["ts"] + timedelta(seconds=20)) for r in rows if r["metric"] == METRICS[0]
         ]
         append(cur, pa.Table.from_pylist(rows))
         tiers.fold(cur)
