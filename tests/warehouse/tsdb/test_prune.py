@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import pyarrow as pa
 import pytest
@@ -43,7 +44,9 @@ def eng(warehouses: Warehouses) -> Iterator[Engine]:
             for m in METRICS
         ]
         rows += [
-            dict(r, ts=r["ts"] + timedelta(seconds=20)) for r in rows if r["metric"] == METRICS[0]
+            {**r, "ts": cast(datetime, r["ts"]) + timedelta(seconds=20)}
+            for r in rows
+            if r["metric"] == METRICS[0]
         ]
         append(cur, pa.Table.from_pylist(rows))
         tiers.fold(cur)
