@@ -82,6 +82,11 @@ def _header(line: str, source: Source) -> list[str]:
             f"(name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
             f"deletion_time,scheduled_time), found {line[:120]!r}"
         )
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UserError(
+            f"{source.name}: line 1: the header names {', '.join(map(repr, twice))} twice"
+        )
     return names
 
 

@@ -147,6 +147,12 @@ def test_a_carriage_return_inside_a_line_is_an_error_or_a_reject_not_a_crash(
     assert rows(eng, "SELECT name FROM pods") == [("r",)]
 
 
+def test_a_header_naming_a_column_twice_is_refused(eng: Engine, tmp_path: Path) -> None:
+    """Found by test_fuzz: a header run into the first line named "0" twice (a polars error)."""
+    with pytest.raises(UserError, match=r"line 1: the header names '0', '1', 'ls' twice$"):
+        load(eng, tmp_path, f"{HEADER}\x01p,0,0,1,1000,,LS,LS,0,1,0\n")
+
+
 def test_a_later_list_replaces_the_pod(eng: Engine, tmp_path: Path) -> None:
     load(eng, tmp_path, f"{HEADER}\np,1000,1024,1,1000,,LS,Pending,5,,\n")
     load(eng, tmp_path, f"{HEADER}\np,1000,1024,1,1000,,LS,Running,5,,7\n", name="later.csv")
