@@ -1,13 +1,20 @@
-"""NVIDIA's dcgm-exporter Grafana dashboard on wanka and on a real Prometheus 2.42, same samples.
+"""NVIDIA's dcgm-exporter Grafana dashboard on wanka, a real Prometheus 2.42 and a real
+VictoriaMetrics 1.79 (Debian's), same samples.
 
 Run: `.venv/bin/python bench/bench_promql.py [--gpus 10000] [--hours 6] [--repeat 3]`.
 
 The samples: GPUs on 8-GPU nodes, each with dcgm-exporter's label set, the dashboard's six
-fields scraped every 60 s for `--hours`, ending now. Both stores get the same remote_write
-requests (snappy protobuf, a half hour of samples per series entry, in time order so that
-Prometheus's head takes them all): Prometheus through its remote-write receiver, wanka through
-its remote_write decode and store into the database that `wanka serve` then serves. Prometheus
-is given time to compact its head as a live one would have.
+fields scraped every 60 s for `--hours`, ending now; the scrapes fall `SCRAPE_OFFSET_S` past the
+minute, as real ones do, so that no sample sits on the left edge of a `[1h]` window whose end is
+a whole 5 minutes (Prometheus 2.42 counts a sample there, VictoriaMetrics does not). The three
+stores get the same remote_write requests (snappy protobuf, a half hour of samples per series
+entry, in time order so that Prometheus's head takes them all): Prometheus and VictoriaMetrics
+over HTTP at /api/v1/write, wanka through its remote_write decode and store into the database
+that `wanka serve` then serves; the ingest times are those of each. Prometheus is given time to
+compact its head as a live one would have; VictoriaMetrics (started with `-search.disableCache`
+and `-retentionPeriod=100y`) is flushed (`/internal/force_flush`, counted in its ingest) and
+given time to finish its background merges; wanka's database is compacted (`compact` with the
+real now: the closed 2 h windows go into compressed blocks, the open one stays hot).
 
 Then Grafana's requests, over HTTP to both: the template variables
 (`label_values(DCGM_FI_DEV_GPU_TEMP, instance)` and `..., gpu)` as /api/v1/label/*/values),
@@ -16,6 +23,12 @@ as `query_range` over the whole span at a 60 s step. Each is timed from request 
 byte of the answer, the two servers alternating, `--repeat` times; the table prints medians,
 wanka's time over Prometheus's, and whether the answers are equal (the same series, labels,
 timestamps, values within 1e-9 relative).
+
+Then VictoriaMetrics' comparison queries, as `query_range` over the whole span (its ends on
+whole 5 minutes) at a 5 min step, to all three servers in turn: `sum` of the power, the hourly
+average temperature per host, the highest temperature per GPU model; the table prints medians,
+wanka's time over VictoriaMetrics' (goal: at most 2x), and whether wanka's answer equals
+VictoriaMetrics' and Prometheus's.
 """
 
 from __future__ import annotations
@@ -30,6 +43,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +61,14 @@ from warehouse.remote_write.decode import decode
 from warehouse.remote_write.messages import WriteRequest
 from warehouse.remote_write.rows import Limits, SeriesCache
 from warehouse.tsdb.append import append
+from warehouse.tsdb.compact import compact
 
 REPO = Path(__file__).resolve().parents[1]
 DASHBOARD = REPO.parent / "shared" / "data" / "grafana" / "dcgm-exporter-dashboard.json"
 GPUS_PER_NODE = 8
 SCRAPE_S = 60
+SCRAPE_OFFSET_S = 7  # seconds past the minute of every scrape
+VERSUS_STEP_S = 300
 SLICE_STEPS = 30  # samples per series entry of a request: half an hour
 SERIES_PER_REQUEST = 2_000
 FIELDS = (
@@ -63,6 +80,12 @@ FIELDS = (
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
 )
 USER, PASSWORD = "grafana", "bench-reader-pw"
+#: VictoriaMetrics' comparison queries (the host label of `labels_of` is `Hostname`).
+VERSUS = (
+    ("sum of power", "sum(DCGM_FI_DEV_POWER_USAGE)"),
+    ("hourly temp. per host", "avg by (Hostname) (avg_over_time(DCGM_FI_DEV_GPU_TEMP[1h]))"),
+    ("max temp. per model", "max(DCGM_FI_DEV_GPU_TEMP) by (modelName)"),
+)
 
 
 def labels_of(gpu: int, field: str) -> list[tuple[str, str]]:
@@ -144,31 +167,91 @@ def start_prometheus(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     return process, url
 
 
-def load(db: str, prometheus: str, gpus: int, steps: int, start_ms: int) -> dict[str, float]:
-    """Every request to both; seconds each took in all, and the samples."""
+def start_victoria(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            "victoria-metrics",
+            f"-storageDataPath={folder / 'victoria'}",
+            f"-httpListenAddr=127.0.0.1:{port}",
+            "-retentionPeriod=100y",
+            "-search.disableCache",
+            "-search.maxQueryDuration=600s",
+            "-loggerLevel=WARN",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(folder / "victoria.log").open("wb"),
+    )
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(process, f"{url}/health", "victoria-metrics")
+    return process, url
+
+
+def victoria_metric(victoria: str, name: str, labels: str = "") -> float:
+    """The sum of a metric of VictoriaMetrics' /metrics over the lines whose labels start so."""
+    total = 0.0
+    for line in httpx.get(f"{victoria}/metrics", timeout=30).text.splitlines():
+        if line.startswith(name + "{" + labels) or (not labels and line.startswith(name + " ")):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def settle_victoria(victoria: str, timeout_s: float = 300) -> str:
+    """Wait until VictoriaMetrics runs no merge (three polls 2 s apart) after its flush."""
+    started = time.monotonic()
+    idle = 0
+    while idle < 3 and time.monotonic() - started < timeout_s:
+        time.sleep(2)  # waiting for its background merges, not timing anything
+        busy = victoria_metric(victoria, "vm_active_merges")
+        idle = 0 if busy else idle + 1
+    rows = victoria_metric(victoria, "vm_rows", 'type="storage/')
+    return f"{int(rows):,} rows, merges settled in {time.monotonic() - started:.0f} s"
+
+
+def load(
+    db: str, prometheus: str, victoria: str, gpus: int, steps: int, start_ms: int
+) -> dict[str, float]:
+    """Every request to the three; seconds each took in all, and the samples."""
     engine = Engine(db)
     cache = SeriesCache(ModelNames(read_context(engine).model_names))
     cur = engine.cursor()
     limits = Limits()
-    took = {"prometheus": 0.0, "wanka": 0.0, "samples": 0.0}
+    took = {"prometheus": 0.0, "victoria": 0.0, "wanka": 0.0, "samples": 0.0}
     headers = {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf",
                "X-Prometheus-Remote-Write-Version": "0.1.0"}  # fmt: skip
     with httpx.Client(timeout=120) as client:
         for samples, body in requests(gpus, steps, start_ms):
+            for name, url in (("prometheus", prometheus), ("victoria", victoria)):
+                t0 = time.perf_counter()
+                answer = client.post(f"{url}/api/v1/write", content=body, headers=headers)
+                took[name] += time.perf_counter() - t0
+                if answer.status_code != 204:
+                    raise SystemExit(
+                        f"{name} refused a request: {answer.status_code} {answer.text}"
+                    )
             t0 = time.perf_counter()
-            answer = client.post(f"{prometheus}/api/v1/write", content=body, headers=headers)
-            t1 = time.perf_counter()
-            if answer.status_code != 204:
-                raise SystemExit(
-                    f"prometheus refused a request: {answer.status_code} {answer.text}"
-                )
             append(cur, decode(body, cache, limits), cache=cache)
-            took["prometheus"] += t1 - t0
-            took["wanka"] += time.perf_counter() - t1
+            took["wanka"] += time.perf_counter() - t0
             took["samples"] += samples
+        t0 = time.perf_counter()
+        client.get(f"{victoria}/internal/force_flush").raise_for_status()
+        took["victoria"] += time.perf_counter() - t0
     cur.close()
     engine.close()
     return took
+
+
+def compact_now(db: str) -> tuple[int, int, float]:
+    """Compact wanka's database at the real now: (samples moved into blocks, their bytes,
+    seconds)."""
+    engine = Engine(db)
+    cur = engine.cursor()
+    t0 = time.perf_counter()
+    moved = [m for m in compact(cur, now=datetime.now(UTC)) if m.tier is None]
+    took = time.perf_counter() - t0
+    cur.close()
+    engine.close()
+    return sum(m.samples for m in moved), sum(m.bytes for m in moved), took
 
 
 def settle(prometheus: str, span_ms: int, timeout_s: float = 240) -> str:
@@ -247,43 +330,83 @@ def requests_of_dashboard(
     return asked
 
 
+def versus_requests(start_s: int, end_s: int) -> list[tuple[str, str, dict[str, Any]]]:
+    """VictoriaMetrics' comparison queries over the whole span, its ends on the 5 min step."""
+    start = -(-start_s // VERSUS_STEP_S) * VERSUS_STEP_S
+    end = end_s // VERSUS_STEP_S * VERSUS_STEP_S
+    window = {"start": start, "end": end, "step": VERSUS_STEP_S}
+    return [(name, "/api/v1/query_range", {"query": q, **window}) for name, q in VERSUS]
+
+
+Timed = tuple[str, dict[str, float], dict[str, bytes]]
+
+
 def measure(
-    asked: list[tuple[str, str, dict[str, Any]]], ours: str, theirs: str, repeat: int
-) -> list[tuple[str, float, float, str, int]]:
+    asked: list[tuple[str, str, dict[str, Any]]], stores: dict[str, str], repeat: int
+) -> list[Timed]:
+    """(name, median seconds by store, last answer by store) of each request, the stores
+    taking turns in `stores`' order, `repeat` times."""
+    clients = {
+        name: httpx.Client(timeout=600, auth=(USER, PASSWORD) if name == "wanka" else None)
+        for name in stores
+    }
     found = []
-    auth = (USER, PASSWORD)
-    with httpx.Client(timeout=600, auth=auth) as mine, httpx.Client(timeout=600) as ref:
+    try:
         for name, path, params in asked:
-            times: dict[str, list[float]] = {"wanka": [], "prometheus": []}
+            times: dict[str, list[float]] = {store: [] for store in stores}
             bodies: dict[str, bytes] = {}
             for _ in range(repeat):
-                took, bodies["prometheus"] = timed_get(ref, f"{theirs}{path}", params)
-                times["prometheus"].append(took)
-                took, bodies["wanka"] = timed_get(mine, f"{ours}{path}", params)
-                times["wanka"].append(took)
-            result = json.loads(bodies["prometheus"])["data"]
-            size = len(result) if isinstance(result, list) else len(result["result"])
-            found.append((
-                name,
-                statistics.median(times["wanka"]),
-                statistics.median(times["prometheus"]),
-                same(bodies["wanka"], bodies["prometheus"]),
-                size,
-            ))  # fmt: skip
+                for store, url in stores.items():
+                    took, bodies[store] = timed_get(clients[store], f"{url}{path}", params)
+                    times[store].append(took)
+            found.append((name, {k: statistics.median(v) for k, v in times.items()}, bodies))
+    finally:
+        for client in clients.values():
+            client.close()
     return found
 
 
-def report(rows: list[tuple[str, float, float, str, int]]) -> None:
+def size_of(body: bytes) -> int:
+    result = json.loads(body)["data"]
+    return len(result) if isinstance(result, list) else len(result["result"])
+
+
+def report(rows: list[Timed]) -> None:
     print("| request | series | wanka s | Prometheus s | wanka / Prometheus | equal |")
     print("|---|---:|---:|---:|---:|---|")
-    for name, ours, theirs, equal, size in rows:
-        print(f"| {name} | {size:,} | {ours:.3f} | {theirs:.3f} | {ours / theirs:.2f}x | {equal} |")
-    ours = sum(r[1] for r in rows)
-    theirs = sum(r[2] for r in rows)
-    worst = max(rows, key=lambda r: r[1] / r[2])
+    for name, t, bodies in rows:
+        ours, theirs = t["wanka"], t["prometheus"]
+        equal = same(bodies["wanka"], bodies["prometheus"])
+        print(f"| {name} | {size_of(bodies['prometheus']):,} | {ours:.3f} | {theirs:.3f} "
+              f"| {ours / theirs:.2f}x | {equal} |")  # fmt: skip
+    ours = sum(t["wanka"] for _, t, _ in rows)
+    theirs = sum(t["prometheus"] for _, t, _ in rows)
+    worst = max(rows, key=lambda r: r[1]["wanka"] / r[1]["prometheus"])
     print(f"| **total** | | {ours:.3f} | {theirs:.3f} | {ours / theirs:.2f}x | |")
-    print(f"\nworst request: {worst[0]} at {worst[1] / worst[2]:.2f}x Prometheus's time "
-          "(goal: total at most 1x, every panel at most 3x)")  # fmt: skip
+    print(f"\nworst request: {worst[0]} at {worst[1]['wanka'] / worst[1]['prometheus']:.2f}x "
+          "Prometheus's time (goal: total at most 1x, every panel at most 3x)")  # fmt: skip
+
+
+def report_versus(rows: list[Timed]) -> None:
+    print("| query | series | wanka s | VictoriaMetrics s | Prometheus s | wanka / VM "
+          "| = VM | = Prometheus |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---|---|")
+    for name, t, bodies in rows:
+        print(f"| {name} | {size_of(bodies['victoria']):,} | {t['wanka']:.3f} "
+              f"| {t['victoria']:.3f} | {t['prometheus']:.3f} "
+              f"| {t['wanka'] / t['victoria']:.2f}x | {same(bodies['wanka'], bodies['victoria'])} "
+              f"| {same(bodies['wanka'], bodies['prometheus'])} |")  # fmt: skip
+    total = {k: sum(t[k] for _, t, _ in rows) for k in ("wanka", "victoria", "prometheus")}
+    print(
+        f"| **total** | | {total['wanka']:.3f} | {total['victoria']:.3f} "
+        f"| {total['prometheus']:.3f} | {total['wanka'] / total['victoria']:.2f}x | | |"
+    )
+    worst = max(rows, key=lambda r: r[1]["wanka"] / r[1]["victoria"])
+    ratio = worst[1]["wanka"] / worst[1]["victoria"]
+    print(
+        f"\nworst query: {worst[0]} at {ratio:.2f}x VictoriaMetrics' time "
+        f"(goal: at most 2x: {'met' if ratio <= 2 else 'NOT met'})"
+    )
 
 
 def main() -> None:
@@ -292,36 +415,62 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=6)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    if shutil.which("prometheus") is None or not DASHBOARD.exists():
-        raise SystemExit("needs Debian's prometheus and ../shared/data/grafana (not found)")
+    missing = [b for b in ("prometheus", "victoria-metrics") if shutil.which(b) is None]
+    if missing or not DASHBOARD.exists():
+        raise SystemExit("needs Debian's prometheus and victoria-metrics, and ../shared/data/"
+                         f"grafana (missing: {', '.join(missing) or 'the dashboard'})")  # fmt: skip
     steps = int(args.hours * 3600 // SCRAPE_S) + 1
-    end_ms = int(time.time()) // SCRAPE_S * SCRAPE_S * 1000 - 120_000
+    end_ms = (int(time.time()) // SCRAPE_S * SCRAPE_S - 120 + SCRAPE_OFFSET_S) * 1000
     start_ms = end_ms - (steps - 1) * SCRAPE_S * 1000
     with tempfile.TemporaryDirectory(prefix="bench_promql_") as tmp:
         folder = Path(tmp)
         db = str(folder / "w.duckdb")
         wanka(db, "user", "add", USER, "--role", "reader", "--password-stdin", stdin=PASSWORD)
         prometheus, theirs = start_prometheus(folder)
+        victoria, vm = start_victoria(folder)
         try:
-            took = load(db, theirs, args.gpus, steps, start_ms)
+            took = load(db, theirs, vm, args.gpus, steps, start_ms)
+            samples = int(took["samples"])
             print(f"{args.gpus:,} GPUs x {len(FIELDS)} fields x {steps} scrapes "
-                  f"({args.hours:g} h at {SCRAPE_S} s) = {int(took['samples']):,} samples; "
-                  f"stored by Prometheus in {took['prometheus']:.1f} s, by wanka in "
-                  f"{took['wanka']:.1f} s (remote_write decode + store)")  # fmt: skip
-            print(settle(theirs, end_ms - start_ms))
+                  f"({args.hours:g} h at {SCRAPE_S} s) = {samples:,} samples\n")  # fmt: skip
+            print("| store (ingest of the same remote_write requests) | s | samples/s "
+                  "| wanka / store |")  # fmt: skip
+            print("|---|---:|---:|---:|")
+            for name, key, how in (
+                ("wanka", "wanka", "remote_write decode + store, in process"),
+                ("VictoriaMetrics", "victoria", "POST /api/v1/write + force_flush"),
+                ("Prometheus", "prometheus", "POST /api/v1/write"),
+            ):
+                print(f"| {name} ({how}) | {took[key]:.1f} | {samples / took[key]:,.0f} "
+                      f"| {took['wanka'] / took[key]:.2f}x |")  # fmt: skip
+            print(f"\nPrometheus: {settle(theirs, end_ms - start_ms)}")
+            print(f"VictoriaMetrics: {settle_victoria(vm)}")
+            moved, size, spent = compact_now(db)
+            per = f" ({size / moved:.2f} B/sample)" if moved else ""
+            print(f"wanka: {moved:,} of {samples:,} samples ({moved / samples:.0%}) compacted "
+                  f"into blocks{per} in {spent:.1f} s, the rest hot")  # fmt: skip
             server, ours = start_server(db, "--timeout-s", "600")
             try:
                 with httpx.Client(timeout=60) as client:
                     asked = requests_of_dashboard(client, theirs, start_ms // 1000, end_ms // 1000)
-                print(f"{len(asked)} requests, medians of {args.repeat}, each timed to the last "
-                      "byte of the answer over HTTP:\n")  # fmt: skip
-                report(measure(asked, ours, theirs, args.repeat))
+                print(f"\n{len(asked)} requests of the dashboard, medians of {args.repeat}, each "
+                      "timed to the last byte of the answer over HTTP:\n")  # fmt: skip
+                stores = {"prometheus": theirs, "wanka": ours}
+                report(measure(asked, stores, args.repeat))
+                versus = versus_requests(start_ms // 1000, end_ms // 1000)
+                print(
+                    f"\nVictoriaMetrics' comparison queries, query_range over the whole span at "
+                    f"a {VERSUS_STEP_S // 60} min step, medians of {args.repeat} (cache off):\n"
+                )
+                stores = {"victoria": vm, "prometheus": theirs, "wanka": ours}
+                report_versus(measure(versus, stores, args.repeat))
             finally:
                 server.terminate()
                 server.wait(timeout=30)
         finally:
-            prometheus.terminate()
-            prometheus.wait(timeout=60)
+            for process in (prometheus, victoria):
+                process.terminate()
+                process.wait(timeout=60)
 
 
 if __name__ == "__main__":
