@@ -152,8 +152,9 @@ def keep_single_minutes(cur: duckdb.DuckDBPyConnection, lo: datetime, hi: dateti
     """Before retention drops the samples of [lo, hi): put their minutes of one sample (read
     from the samples so far) into the minute tier, which keeps what raw retention drops; the
     rows it added. In the caller's transaction."""
-    tier = tier_blocks.rows(MINUTES, None, None)
-    raw = samples(ts=("CAST($lo AS TIMESTAMPTZ)", "CAST($hi AS TIMESTAMPTZ)"))
+    first, last = "CAST($lo AS TIMESTAMPTZ)", "CAST($hi AS TIMESTAMPTZ)"
+    tier = tier_blocks.rows(MINUTES, f"time_bucket(INTERVAL '1 minute', {first})", last)
+    raw = samples(ts=(first, last))
     found = cur.execute(
         f"INSERT INTO {MINUTES} SELECT * FROM ({single_samples(tier, raw)}) WHERE last_ts < $hi",
         {"lo": lo, "hi": hi},
