@@ -1,23 +1,29 @@
-"""A month of telemetry on one machine: raw retention, the downsampling tiers, queries over it.
+"""A month of telemetry on one machine: raw retention, the tiers, compaction, queries over it.
 
 A warehouse takes `--days` of a simulated cluster's DCGM telemetry a day at a time, as a live
-one would: each day's samples in batches of ≤ 2M rows, then the scheduler's work at that day's
-end — the new samples folded into the 1-minute and 1-hour tiers, every shipped dynamic table
-refreshed (incrementally) and the raw retention rule applied (`--keep-days` of raw samples; the
-tiers keep the rest). Then it times the queries
-people ask of a month, over the last hour, day, week and month, each on the data that covers
-that range: raw samples where retention still holds them, else the 1-minute tier for a day and
-the 1-hour tier for a week or a month (Grafana asks at ~1,000 points a panel, so a week is
-drawn from hours, not minutes). Every query runs 5 times; the table prints the median and the
-rows it read from. Last it checks each tier equals the raw recompute over the range raw
-samples still cover.
+one would: each day's samples in batches of ≤ 2M rows, then at that day's end the scheduler's
+pass in its order (`warehouse/tsdb/upkeep.py`, then `service/serve/scheduler.py`'s refresh):
+the raw retention rule applied (`--keep-days` of raw samples; the tiers keep the rest), the new
+samples folded into the 1-minute and 1-hour tiers, compaction of every window closed by then
+(`compact.compact(now=<the day's end>)`: the hot samples and the tiers' rows of closed 2 h
+windows into compressed blocks), and every shipped dynamic table refreshed (incrementally); each
+step is timed on its own. Then it times the queries people ask of a month, over the last hour,
+day, week and month, each on the data that covers that range: raw samples where retention still
+holds them, else the 1-minute tier for a day and the 1-hour tier for a week or a month (Grafana
+asks at ~1,000 points a panel, so a week is drawn from hours, not minutes). Every query runs
+through `warehouse.query.executor.execute`, as every face does, so a time bound decodes only the
+blocks it needs (`warehouse/tsdb/prune.py`); each runs 5 times and the table prints the median
+and the rows it read from. It checks each tier equals the raw recompute over the first day raw
+samples still cover, prints the bytes of each part after CHECKPOINT, and last a paper estimate of
+a year's disk from those bytes.
 
     .venv/bin/python bench/bench_history.py [--gpus 1000] [--days 30] [--keep-days 7]
 
 The size the product is for is 10,000 GPUs for 30 days at 60 s: 6.9 billion samples, and as
-many rows again in the 1-minute tier. This VM (2 vCPUs, ~75 GB free) runs a scaled cluster by
+many rows again in the 1-minute tier. This VM (2 vCPUs, ~70 GB free) runs a scaled cluster by
 default (`--gpus`), and the table says which; the rows a query reads grow with the GPUs in
-proportion, and that row count is printed beside each time.
+proportion, and that row count is printed beside each time. The first line says the ingest and
+upkeep rate and what the full size would take at it.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -40,8 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from warehouse.dynamic.refresh import refresh
 from warehouse.dynamic.shipped import install_shipped, shipped_folder
 from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
 from warehouse.simulate import SimConfig, simulate_cluster
-from warehouse.tsdb import retention, tiers
+from warehouse.tsdb import compact, retention, tiers
 from warehouse.tsdb.append import append
 
 START = datetime(2026, 10, 1, tzinfo=UTC)
@@ -124,9 +131,27 @@ def source_for(span: timedelta, keep: timedelta) -> tuple[str, str]:
     return "gpu_metrics_1h", "1 hour"
 
 
-def build(engine: Engine, args: argparse.Namespace) -> tuple[int, float, float, datetime]:
-    """Ingest the month day by day with the scheduler's work between; (samples, ingest s with
-    the tiers, refresh + retention s, the end)."""
+@dataclass
+class Built:
+    """What the build did: samples ingested, seconds of each step, what compaction moved."""
+
+    samples: int = 0
+    seconds: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("ingest", "retention", "tiers", "compaction", "refresh"), 0.0
+        )
+    )
+    moved: dict[str, int] = field(default_factory=dict)  # rows moved into blocks, by table
+    moved_bytes: dict[str, int] = field(default_factory=dict)
+    end: datetime = START
+
+    @property
+    def upkeep_s(self) -> float:
+        return sum(v for k, v in self.seconds.items() if k != "ingest")
+
+
+def build(engine: Engine, args: argparse.Namespace) -> Built:
+    """Ingest the days one at a time with the scheduler's pass after each."""
     cluster = simulate_cluster(
         SimConfig(
             gpus=args.gpus,
@@ -142,53 +167,77 @@ def build(engine: Engine, args: argparse.Namespace) -> tuple[int, float, float, 
     install_shipped(engine)
     cur = engine.cursor()
     retention.set_rule(cur, "gpu_metrics", f"{args.keep_days} days", "bench")
-    samples, ingest_s, upkeep_s = 0, 0.0, 0.0
+    built = Built()
     day_end = START + timedelta(days=1)
     names = sorted(p.stem for p in shipped_folder().glob("*.sql"))
 
-    def upkeep(now: datetime) -> float:
+    def step(name: str, work: Callable[[], object]) -> object:
         began = time.perf_counter()
-        tiers.fold(cur)
-        for name in names:
-            refresh(cur, name, data_timestamp=now)
-        retention.apply(cur, now)
-        return time.perf_counter() - began
+        done = work()
+        built.seconds[name] += time.perf_counter() - began
+        return done
+
+    def upkeep(now: datetime) -> None:
+        """The scheduler's pass at `now`: warehouse.tsdb.upkeep.TASKS in order, then refresh."""
+        step("retention", lambda: retention.apply(cur, now))
+        step("tiers", lambda: tiers.fold(cur))
+        moved = step("compaction", lambda: compact.compact(cur, now=now))
+        assert isinstance(moved, list)
+        for done in moved:
+            table = done.tier or "gpu_samples"
+            built.moved[table] = built.moved.get(table, 0) + done.samples
+            built.moved_bytes[table] = built.moved_bytes.get(table, 0) + done.bytes
+        step("refresh", lambda: [refresh(cur, name, data_timestamp=now) for name in names])
 
     for batch in cluster.telemetry_batches(max_rows=2_000_000):
         table = pa.Table.from_batches([batch])
         first = table["ts"][0].as_py()
         while first >= day_end:
-            upkeep_s += upkeep(day_end)
-            print(f"  day to {day_end:%m-%d}: {samples:,} samples", file=sys.stderr)
+            upkeep(day_end)
+            print(
+                f"  day to {day_end:%m-%d}: {built.samples:,} samples; "
+                + ", ".join(f"{k} {v:.0f} s" for k, v in built.seconds.items()),
+                file=sys.stderr,
+                flush=True,
+            )
             day_end += timedelta(days=1)
         began = time.perf_counter()
         with engine.transaction() as tx:
-            samples += append(tx, table).gpu
-        ingest_s += time.perf_counter() - began
-    end = pc.max(table["ts"]).as_py() + timedelta(seconds=args.interval)
-    upkeep_s += upkeep(end)
+            built.samples += append(tx, table).gpu
+        built.seconds["ingest"] += time.perf_counter() - began
+    built.end = pc.max(table["ts"]).as_py() + timedelta(seconds=args.interval)
+    upkeep(built.end)
     cur.execute("CHECKPOINT")
     cur.close()
-    return samples, ingest_s, upkeep_s, end
+    return built
+
+
+def query(engine: Engine, sql: str, values: dict[str, object]) -> pa.Table:
+    """`sql` run as every face runs it (`execute`: a time bound prunes the blocks)."""
+    cur = engine.cursor()
+    try:
+        return execute(cur, sql, values).read_all()
+    finally:
+        cur.close()
 
 
 def timed(engine: Engine, sql: str, values: dict[str, object]) -> tuple[float, int]:
-    cur = engine.cursor()
     times, rows = [], 0
     for _ in range(5):
         began = time.perf_counter()
-        rows = len(cur.execute(sql, values).fetchall())
+        rows = query(engine, sql, values).num_rows
         times.append(time.perf_counter() - began)
-    cur.close()
     return statistics.median(times), rows
 
 
 def rows_in(engine: Engine, source: str, start: datetime, end: datetime) -> int:
     column = _bucket(source)
-    [(n,)] = engine.con.execute(
-        f"SELECT count(*) FROM {source} WHERE {column} >= ? AND {column} < ?", [start, end]
-    ).fetchall()
-    return int(n)
+    found = query(
+        engine,
+        f"SELECT count(*) FROM {source} WHERE {column} >= $from AND {column} < $to",
+        {"from": start, "to": end},
+    )
+    return int(found.column(0)[0].as_py())
 
 
 KEYS = ("bucket", "metric", "host", "gpu", "uuid", "model", "labels")
@@ -196,12 +245,11 @@ VALUES = ("samples", "value_sum", "value_min", "value_max", "value_last", "last_
 
 
 def tiers_hold(engine: Engine, held: datetime) -> list[str]:
-    """Each tier equals the raw recompute over the first day raw samples still cover (all of
-    it would take as long as the build): the same groups, counts, min, max and last exactly,
-    sums to a relative 1e-12 (a sum folded batch by batch adds in another order than one pass
-    does)."""
+    """Each tier (its rows in the table and in blocks) equals the raw recompute over the first
+    day raw samples still cover (all of it would take as long as the build): the same groups,
+    counts, min, max and last exactly, sums to a relative 1e-12 (a sum folded batch by batch
+    adds in another order than one pass does). Both sides read through `execute`, pruned."""
     problems = []
-    cur = engine.cursor()
     on = " AND ".join(f"t.{k} IS NOT DISTINCT FROM q.{k}" for k in KEYS)
     differ = " OR ".join(
         f"abs(t.{v} - q.{v}) > 1e-12 * greatest(abs(q.{v}), 1)"
@@ -209,39 +257,163 @@ def tiers_hold(engine: Engine, held: datetime) -> list[str]:
         else f"t.{v} IS DISTINCT FROM q.{v}"
         for v in VALUES
     )
-    for name, query in tiers.RECOMPUTE.items():
+    for name, recompute in tiers.RECOMPUTE.items():
         width = "1 minute" if name.endswith("1m") else "1 hour"
         cutoff = f"time_bucket(INTERVAL '{width}', $held::TIMESTAMPTZ) + INTERVAL '{width}'"
         day = f"bucket >= {cutoff} AND bucket < {cutoff} + INTERVAL '1 day'"
-        raw = query.replace(  # the samples of that day only
+        raw = recompute.replace(  # the samples of that day only
             "WHERE value IS NOT NULL",
             "WHERE value IS NOT NULL AND ts >= $held AND ts < $held + INTERVAL '26 hours'",
         )
-        [(bad,)] = cur.execute(
+        found = query(
+            engine,
             f"SELECT count(*) FROM (SELECT * FROM {name} WHERE {day}) t "
             f"FULL JOIN (SELECT * FROM ({raw}) WHERE {day}) q ON {on} "
             f"WHERE t.bucket IS NULL OR q.bucket IS NULL OR {differ}",
             {"held": held},
-        ).fetchall()
+        )
+        bad = found.column(0)[0].as_py()
         if bad:
             problems.append(f"{name}: {bad} rows differ from the raw recompute")
-    cur.close()
     return problems
 
 
-def table_bytes(engine: Engine) -> dict[str, int]:
-    """Bytes of each table's column segments on disk (DuckDB's storage_info), by table."""
+#: The tables whose bytes are reported; the rest of the file (dynamic tables, batch log,
+#: inventory) is "everything else".
+STORED = ("gpu_samples", "gpu_blocks", "gpu_tier_1m", "gpu_tier_1h", "tier_blocks", "gpu_series")
+
+
+def table_bytes(engine: Engine) -> tuple[dict[str, int], int]:
+    """Bytes on disk of each of `STORED` after CHECKPOINT, and of the whole file's used blocks.
+
+    A table's bytes are its distinct persistent blocks in DuckDB's `pragma_storage_info` — each
+    segment's `block_id` and its `additional_block_ids` (where a BLOB longer than a block goes
+    on) — times the block size; the file's are `pragma_database_size()`'s used blocks. A block
+    shared by two small segments counts for each: a table of a few blocks is overstated."""
+    [(size, used)] = engine.con.execute(
+        "SELECT block_size, used_blocks FROM pragma_database_size() "
+        "WHERE database_name = current_database()"
+    ).fetchall()
     found = {}
-    for schema, name in engine.con.execute(
-        "SELECT schema_name, table_name FROM duckdb_tables() WHERE table_name IN "
-        "('gpu_samples', 'gpu_series', 'gpu_tier_1m', 'gpu_tier_1h')"
-    ).fetchall():
+    for name in STORED:
         [(blocks,)] = engine.con.execute(
-            f"SELECT count(DISTINCT block_id) FROM pragma_storage_info('{schema}.\"{name}\"') "
-            "WHERE persistent"
+            "SELECT count(DISTINCT b) FROM (SELECT unnest(list_prepend(block_id, "
+            f"additional_block_ids)) AS b FROM pragma_storage_info('wanka.\"{name}\"') "
+            "WHERE persistent AND block_id >= 0)"
         ).fetchall()
-        found[name] = int(blocks) * 262_144
-    return found
+        found[name] = int(blocks) * int(size)
+    return found, int(used) * int(size)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of the store: what it holds, its rows (hot + in blocks) and bytes on disk."""
+
+    name: str
+    hot_rows: int
+    cold_rows: int
+    hot_bytes: int
+    cold_bytes: int
+
+    @property
+    def per_row(self) -> float:
+        return (self.hot_bytes + self.cold_bytes) / max(self.hot_rows + self.cold_rows, 1)
+
+
+def parts(engine: Engine) -> tuple[list[Part], int]:
+    """The raw samples, each tier and the series dictionary, hot and cold; the file's bytes.
+
+    wanka.tier_blocks holds both tiers' blocks: its bytes are split between them by their share
+    of its BLOB bytes (octet_length of `data`; the other columns are a few dozen bytes a block)."""
+    sizes, used = table_bytes(engine)
+
+    def one(sql: str) -> int:
+        [(n,)] = engine.con.execute(sql).fetchall()
+        return int(n or 0)
+
+    blob = {
+        tier: one(f"SELECT sum(octet_length(data)) FROM wanka.tier_blocks WHERE tier = '{tier}'")
+        for tier in tiers.TIERS
+    }
+    found = [
+        Part(
+            "raw samples (wanka.gpu_samples + gpu_blocks)",
+            one("SELECT count(*) FROM wanka.gpu_samples"),
+            one("SELECT sum(samples) FROM wanka.gpu_blocks"),
+            sizes["gpu_samples"],
+            sizes["gpu_blocks"],
+        )
+    ]
+    for tier, width in tiers.TIERS.items():
+        share = blob[tier] / max(sum(blob.values()), 1)
+        found.append(
+            Part(
+                f"{width} tier ({tier} + its tier_blocks)",
+                one(f"SELECT count(*) FROM {tier}"),
+                one(f"SELECT sum(rows) FROM wanka.tier_blocks WHERE tier = '{tier}'"),
+                sizes[tier.split(".")[1]],
+                round(sizes["tier_blocks"] * share),
+            )
+        )
+    found.append(
+        Part(
+            "series dictionary (wanka.gpu_series)",
+            one("SELECT count(*) FROM wanka.gpu_series"),
+            0,
+            sizes["gpu_series"],
+            0,
+        )
+    )
+    return found, used
+
+
+#: One year of DCGM telemetry, on paper: 16 fields a GPU, scraped every 15 s.
+YEAR = timedelta(days=365)
+FIELDS, SCRAPE_S = 16, 15
+
+
+def estimate(found: list[Part], gpus: tuple[int, ...] = (10_000, 100_000)) -> list[str]:
+    """A year's disk for each of `gpus`, from the measured bytes per sample and per tier row,
+    with the shipped defaults: no retention rule (a fresh warehouse has none: wanka.retention
+    is empty until one is set, so raw samples are kept), and both tiers kept (retention applies
+    to gpu_metrics only). A 14-day raw rule is shown beside for comparison."""
+    raw, minute, hour, series = (p.per_row for p in found)
+    seconds = YEAR.total_seconds()
+    rows = {  # rows a year per GPU
+        "raw samples": (FIELDS * seconds / SCRAPE_S, raw),
+        "1-minute tier": (FIELDS * seconds / 60, minute),
+        "1-hour tier": (FIELDS * seconds / 3600, hour),
+        "series dictionary (no churn)": (FIELDS, series),
+    }
+    lines = [
+        "| part | B per row (measured) | rows a year per GPU | "
+        + " | ".join(f"{n:,} GPUs" for n in gpus)
+        + " |",
+        "|---|---:|---:|" + "---:|" * len(gpus),
+    ]
+    total = dict.fromkeys(gpus, 0.0)
+    for name, (n, per) in rows.items():
+        cells = []
+        for g in gpus:
+            total[g] += n * per * g
+            cells.append(_size(n * per * g))
+        lines.append(f"| {name} | {per:.2f} | {n:,.0f} | " + " | ".join(cells) + " |")
+    lines.append(
+        "| **a year, shipped defaults** (raw kept, both tiers kept) | | | "
+        + " | ".join(f"**{_size(total[g])}**" for g in gpus)
+        + " |"
+    )
+    keep = timedelta(days=14).total_seconds() / seconds
+    lines.append(
+        "| a year with `retention = '14 days'` on raw (tiers kept) | | | "
+        + " | ".join(_size(total[g] - rows["raw samples"][0] * raw * g * (1 - keep)) for g in gpus)
+        + " |"
+    )
+    return lines
+
+
+def _size(n: float) -> str:
+    return f"{n / 1e12:,.1f} TB" if n >= 1e12 else f"{n / 1e9:,.1f} GB"
 
 
 def main() -> None:
@@ -251,65 +423,78 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=60.0)
     parser.add_argument("--keep-days", type=int, default=7)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--folder", help="where the warehouse file goes (default: a temp folder)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(dir=args.folder) as folder:
         path = Path(folder) / "history.duckdb"
         with Engine(str(path)) as engine:
             engine.con.execute(f"SET threads = {args.threads}")
             began = time.perf_counter()
-            samples, ingest_s, upkeep_s, end = build(engine, args)
+            built = build(engine, args)
             built_s = time.perf_counter() - began
             held = retention.held_from(engine.cursor(), "gpu_metrics")
             assert held is not None
-            report(engine, args, samples, ingest_s, upkeep_s, built_s, end, held, path)
+            report(engine, args, built, built_s, held, path)
 
 
 def report(
     engine: Engine,
     args: argparse.Namespace,
-    samples: int,
-    ingest_s: float,
-    upkeep_s: float,
+    built: Built,
     built_s: float,
-    end: datetime,
     held: datetime,
     path: Path,
 ) -> None:
     keep = timedelta(days=args.keep_days)
-    [(raw,)] = engine.con.execute("SELECT count(*) FROM wanka.gpu_samples").fetchall()
-    sizes = table_bytes(engine)
+    found, used = parts(engine)
+    raw = found[0]
+    rate = built.samples / max(built.seconds["ingest"] + built.upkeep_s, 1e-9)
+    full = 10_000 * 16 * 30 * 86_400 / 60
+    seconds = built.seconds
     print(
         f"{args.gpus:,} GPUs × {args.days} days at {args.interval:g} s (scaled from 10,000 GPUs: "
-        f"see the docstring): {samples:,} samples ingested in {ingest_s:.0f} s; after each day "
-        "the tiers folded, the shipped dynamic tables refreshed and retention applied in "
-        f"{upkeep_s:.0f} s "
-        f"({built_s:.0f} s in all); raw retention {args.keep_days} days: {raw:,} samples held "
-        f"from {held:%Y-%m-%d %H:%M}; file {path.stat().st_size / 1e9:.2f} GB"
+        f"see the docstring): {built.samples:,} samples ingested in {seconds['ingest']:.0f} s; "
+        f"after each day the scheduler's pass: retention {seconds['retention']:.0f} s, tiers "
+        f"folded {seconds['tiers']:.0f} s, compaction {seconds['compaction']:.0f} s "
+        f"({built.moved.get('gpu_samples', 0):,} samples and "
+        + ", ".join(f"{built.moved.get(t, 0):,} {w} tier rows" for t, w in tiers.TIERS.items())
+        + f" moved into blocks), the shipped dynamic tables refreshed {seconds['refresh']:.0f} s "
+        f"({built_s:.0f} s in all; ingest and upkeep {rate / 1e6:.2f} M samples/s, so 10,000 "
+        f"GPUs × 30 days at 60 s, {full / 1e9:.1f}B samples, would take {full / rate / 3600:.1f} "
+        f"h here); raw retention {args.keep_days} days: {raw.hot_rows + raw.cold_rows:,} samples "
+        f"held from {held:%Y-%m-%d %H:%M}; file {path.stat().st_size / 1e9:.2f} GB, "
+        f"{used / 1e9:.2f} GB in used blocks"
     )
     print()
-    print("| table | rows | MB on disk | B/row |")
-    print("|---|---:|---:|---:|")
-    for name in ("gpu_samples", "gpu_series", "gpu_tier_1m", "gpu_tier_1h"):
-        [(n,)] = engine.con.execute(f'SELECT count(*) FROM wanka."{name}"').fetchall()
-        size = sizes.get(name, 0)
-        print(f"| wanka.{name} | {n:,} | {size / 1e6:,.0f} | {size / max(n, 1):.2f} |")
+    print("| part | rows hot | rows in blocks | MB hot | MB in blocks | B/row (B/sample for raw) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for p in found:
+        print(
+            f"| {p.name} | {p.hot_rows:,} | {p.cold_rows:,} | {p.hot_bytes / 1e6:,.0f} "
+            f"| {p.cold_bytes / 1e6:,.0f} | {p.per_row:.2f} |"
+        )
+    listed = sum(p.hot_bytes + p.cold_bytes for p in found)
+    print(
+        f"| everything else (dynamic tables, batch log, inventory) | | | | | "
+        f"{max(used - listed, 0) / 1e6:,.0f} MB |"
+    )
     print()
     print("| query | range | source | rows in range | median s (of 5) | result rows | ≤ 2 s |")
     print("|---|---|---|---:|---:|---:|---|")
-    spans = {**RANGES, "month": end - START}
+    spans = {**RANGES, "month": built.end - START}
     worst = 0.0
-    for query in QUERIES:
+    for q in QUERIES:
         for label, span in spans.items():
             source, step = source_for(span, keep)
-            if "gpu_hourly_host" in query.sql("x", step):
+            if "gpu_hourly_host" in q.sql("x", step):
                 source = "gpu_hourly_host"  # a shipped rollup: it holds every hour
-            values = {"from": end - span, "to": end}
-            seconds, got = timed(engine, query.sql(source, step), values)
-            worst = max(worst, seconds)
-            read = rows_in(engine, source, end - span, end)
-            ok = "yes" if seconds <= 2 else "NO"
+            values = {"from": built.end - span, "to": built.end}
+            seconds_, got = timed(engine, q.sql(source, step), values)
+            worst = max(worst, seconds_)
+            read = rows_in(engine, source, built.end - span, built.end)
+            ok = "yes" if seconds_ <= 2 else "NO"
             print(
-                f"| {query.title} | last {label} | {source} | {read:,} | {seconds:.3f} "
+                f"| {q.title} | last {label} | {source} | {read:,} | {seconds_:.3f} "
                 f"| {got:,} | {ok} |"
             )
     problems = tiers_hold(engine, held)
@@ -318,6 +503,15 @@ def report(
         f"slowest query: {worst:.3f} s; tiers equal their definition over the raw range "
         f"still held: {not problems}{'' if not problems else ' — ' + '; '.join(problems)}"
     )
+    print()
+    print(
+        f"A year on paper: {FIELDS} DCGM fields a GPU scraped every {SCRAPE_S} s, at the bytes "
+        f"measured above (at {args.interval:g} s); shipped defaults: no retention rule (raw "
+        "samples kept), both tiers kept (retention applies to gpu_metrics only)."
+    )
+    print()
+    for line in estimate(found):
+        print(line)
 
 
 if __name__ == "__main__":
