@@ -452,16 +452,19 @@ def report(
     full = 10_000 * 16 * 30 * 86_400 / 60
     seconds = built.seconds
     print(
-        f"{args.gpus:,} GPUs × {args.days} days at {args.interval:g} s (scaled from 10,000 GPUs: "
-        f"see the docstring): {built.samples:,} samples ingested in {seconds['ingest']:.0f} s; "
-        f"after each day the scheduler's pass: retention {seconds['retention']:.0f} s, tiers "
-        f"folded {seconds['tiers']:.0f} s, compaction {seconds['compaction']:.0f} s "
+        f"{args.gpus:,} GPUs × {args.days} days at {args.interval:g} s"
+        + (" (scaled from 10,000 GPUs: see the docstring)" if args.gpus != 10_000 else "")
+        + f": {built.samples:,} samples ingested in {seconds['ingest']:.0f} s; "
+        f"after each day the scheduler's pass: retention {seconds['retention']:.0f} s (it "
+        "folds the new samples into the tiers first, so that they hold what it drops), the "
+        f"tiers' own fold {seconds['tiers']:.0f} s (nothing left to fold), "
+        f"compaction {seconds['compaction']:.0f} s "
         f"({built.moved.get('gpu_samples', 0):,} samples and "
         + ", ".join(f"{built.moved.get(t, 0):,} {w} tier rows" for t, w in tiers.TIERS.items())
         + f" moved into blocks), the shipped dynamic tables refreshed {seconds['refresh']:.0f} s "
         f"({built_s:.0f} s in all; ingest and upkeep {rate / 1e6:.2f} M samples/s, so 10,000 "
         f"GPUs × 30 days at 60 s, {full / 1e9:.1f}B samples, would take {full / rate / 3600:.1f} "
-        f"h here); raw retention {args.keep_days} days: {raw.hot_rows + raw.cold_rows:,} samples "
+        f"h here); raw retention {args.keep_days} day(s): {raw.hot_rows + raw.cold_rows:,} samples "
         f"held from {held:%Y-%m-%d %H:%M}; file {path.stat().st_size / 1e9:.2f} GB, "
         f"{used / 1e9:.2f} GB in used blocks"
     )
@@ -508,6 +511,14 @@ def report(
         f"A year on paper: {FIELDS} DCGM fields a GPU scraped every {SCRAPE_S} s, at the bytes "
         f"measured above (at {args.interval:g} s); shipped defaults: no retention rule (raw "
         "samples kept), both tiers kept (retention applies to gpu_metrics only)."
+        + (
+            f" Measured at {args.interval:g} s, a 1-minute bucket holds "
+            f"{60 / args.interval:g} sample(s); at {SCRAPE_S} s it holds {60 // SCRAPE_S}, "
+            "and a tier row of more than one sample stores its min, max and last beside its "
+            "sum: run with --interval 15 for the 1-minute tier's bytes at that rate."
+            if args.interval > SCRAPE_S
+            else ""
+        )
     )
     print()
     for line in estimate(found):
