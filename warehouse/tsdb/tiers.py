@@ -17,6 +17,13 @@ retention drops anything, and by `wanka refresh`:
 So no writer's transaction updates a tier row (two transactions updating one bucket would
 conflict), and the tiers lag the samples by one scheduler pass.
 
+The minute tier keeps only minutes of two samples or more (at 60 s scrapes a minute of one sample
+would be that sample again): its fold rebuilds the minutes the new samples touch from the
+samples held, and `gpu_metrics_1m` reads a minute of one sample from the samples
+(`single_samples`); retention puts such minutes into the tier as it drops their samples
+(`keep_single_minutes`). Rows of closed windows are compacted into blocks
+(`warehouse.tsdb.tier_blocks`); a fold that must change a compacted bucket thaws its block first.
+
 `RECOMPUTE` is each tier's rows as a query over gpu_metrics, for tests and benchmarks.
 """
 
@@ -189,13 +196,14 @@ def _fold_minutes(
             f"WHERE t.series_id = k.series_id AND t.bucket = k.bucket AND {whole}",
             edge,
         )
-        raw = samples(
-            ts=(
-                f"(SELECT min(bucket) FROM {touched})",
-                f"(SELECT max(bucket) + INTERVAL 1 MINUTE FROM {touched})",
-            ),
-            series=f"SELECT series_id FROM {touched}",
-        )
+        # the range as values, not subqueries: DuckDB prunes the hot samples' row groups by it
+        [(first, last)] = cur.execute(
+            f"SELECT min(bucket), max(bucket) + INTERVAL 1 MINUTE FROM {touched}"
+        ).fetchall()
+        if first is None:
+            return
+        edge |= {"first": first, "last": last}
+        raw = samples(ts=("$first", "$last"), series=f"SELECT series_id FROM {touched}")
         rows = (
             f"(SELECT s.series_id, s.ts, s.value FROM {raw} s JOIN {touched} AS k "
             f"ON k.series_id = s.series_id AND k.bucket = time_bucket(INTERVAL '1 minute', s.ts) "
