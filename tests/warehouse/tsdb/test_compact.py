@@ -9,6 +9,8 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -632,3 +634,33 @@ def test_wanka_compact_moves_closed_windows_and_says_what_it_moved(cli_db: Path)
     with Engine(str(cli_db)) as eng:
         assert rows(eng.cursor()) == before
         assert count(eng.cursor(), "SELECT count(*) FROM wanka.gpu_samples") == 0
+
+
+def test_a_query_decoding_blocks_can_be_cancelled(eng: Engine) -> None:
+    """The decoder runs a chunk of blocks at a time: an interrupt (what the serve watchdog's
+    time limit and a client's cancel send) stops a query that decodes block after block."""
+    cur = eng.cursor()
+    append(cur, grid(6, every_min=1, hosts=8))
+    compact.compact(cur, now=T0 + timedelta(days=1))
+    assert count(cur, "SELECT count(*) FROM wanka.gpu_blocks") > 0
+    endless = (
+        "SELECT sum(len(wanka_block(data, NULL, NULL, NULL, NULL, NULL))) "
+        "FROM wanka.gpu_blocks, range(100000000)"
+    )
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            cur.execute(endless).fetchall()
+        except BaseException as error:  # noqa: BLE001 — the thread hands it to the test
+            failed.append(error)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    time.sleep(0.5)
+    assert worker.is_alive()  # still decoding
+    cur.interrupt()
+    worker.join(10)
+    assert not worker.is_alive()
+    assert failed and isinstance(failed[0], duckdb.InterruptException)
+    cur.close()
