@@ -652,7 +652,7 @@ def test_a_query_decoding_blocks_can_be_cancelled(eng: Engine) -> None:
     def run() -> None:
         try:
             cur.execute(endless).fetchall()
-        except BaseException as error:  # noqa: BLE001 — the thread hands it to the test
+        except BaseException as error:  # the thread hands it to the test
             failed.append(error)
 
     worker = threading.Thread(target=run)
