@@ -38,7 +38,6 @@ import json
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,7 +52,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.serving import free_port, start_server, wait_ready, wanka
+from bench.promql_stores import settle, settle_victoria, start_prometheus, start_victoria
+from bench.serving import start_server, wanka
 from warehouse.ingest.batch import read_context
 from warehouse.ingest.models import ModelNames
 from warehouse.kernel.engine import Engine
@@ -144,70 +144,6 @@ def requests(gpus: int, steps: int, start_ms: int) -> Iterator[tuple[int, bytes]
             yield samples, bytes(cramjam.snappy.compress_raw(request.SerializeToString()))
 
 
-def start_prometheus(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
-    config = folder / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            "prometheus",
-            f"--config.file={config}",
-            f"--storage.tsdb.path={folder / 'tsdb'}",
-            "--storage.tsdb.retention.time=30d",
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--web.enable-remote-write-receiver",
-            "--query.max-samples=500000000",
-            "--log.level=warn",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=(folder / "prometheus.log").open("wb"),
-    )
-    url = f"http://127.0.0.1:{port}"
-    wait_ready(process, f"{url}/-/ready", "prometheus")
-    return process, url
-
-
-def start_victoria(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            "victoria-metrics",
-            f"-storageDataPath={folder / 'victoria'}",
-            f"-httpListenAddr=127.0.0.1:{port}",
-            "-retentionPeriod=100y",
-            "-search.disableCache",
-            "-search.maxQueryDuration=600s",
-            "-loggerLevel=WARN",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=(folder / "victoria.log").open("wb"),
-    )
-    url = f"http://127.0.0.1:{port}"
-    wait_ready(process, f"{url}/health", "victoria-metrics")
-    return process, url
-
-
-def victoria_metric(victoria: str, name: str, labels: str = "") -> float:
-    """The sum of a metric of VictoriaMetrics' /metrics over the lines whose labels start so."""
-    total = 0.0
-    for line in httpx.get(f"{victoria}/metrics", timeout=30).text.splitlines():
-        if line.startswith(name + "{" + labels) or (not labels and line.startswith(name + " ")):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
-
-
-def settle_victoria(victoria: str, timeout_s: float = 300) -> str:
-    """Wait until VictoriaMetrics runs no merge (three polls 2 s apart) after its flush."""
-    started = time.monotonic()
-    idle = 0
-    while idle < 3 and time.monotonic() - started < timeout_s:
-        time.sleep(2)  # waiting for its background merges, not timing anything
-        busy = victoria_metric(victoria, "vm_active_merges")
-        idle = 0 if busy else idle + 1
-    rows = victoria_metric(victoria, "vm_rows", 'type="storage/')
-    return f"{int(rows):,} rows, merges settled in {time.monotonic() - started:.0f} s"
-
-
 def load(
     db: str, prometheus: str, victoria: str, gpus: int, steps: int, start_ms: int
 ) -> dict[str, float]:
@@ -252,18 +188,6 @@ def compact_now(db: str) -> tuple[int, int, float]:
     cur.close()
     engine.close()
     return sum(m.samples for m in moved), sum(m.bytes for m in moved), took
-
-
-def settle(prometheus: str, span_ms: int, timeout_s: float = 240) -> str:
-    """Wait until Prometheus has compacted what a live server would have (head ≤ 3 h)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        stats = httpx.get(f"{prometheus}/api/v1/status/tsdb", timeout=30).json()["data"]
-        head = stats["headStats"]
-        held_h = (int(head["maxTime"]) - int(head["minTime"])) / 3_600_000
-        if span_ms <= 3 * 3_600_000 or held_h <= 3.01 or time.monotonic() > deadline:
-            return f"head holds {held_h:.1f} h, {head['numSeries']:,} series"
-        time.sleep(2)  # waiting for its compaction loop, not timing anything
 
 
 def grafana_regex(values: list[str]) -> str:
