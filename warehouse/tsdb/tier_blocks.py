@@ -10,6 +10,7 @@ change back into the tier table first, so a bucket is always one row, in the tab
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime, timedelta
 
 import duckdb
@@ -64,7 +65,7 @@ def freeze(
         return 0, 0
     ids = rows["series_id"].to_numpy()
     made = []
-    for lo, hi in zip(cuts(ids, size), cuts(ids, size)[1:], strict=False):
+    for lo, hi in itertools.pairwise(cuts(ids, size)):
         part = rows.slice(lo, hi - lo)
         columns = [
             (
