@@ -9,8 +9,9 @@ times; the table prints medians and cold ÷ native:
   only the blocks it needs): one metric over the day, aggregated per host per hour and per GPU
   per hour; "power per host, last day" as bench_history asks it.
 - **PromQL** range queries as the DCGM Grafana dashboard and VictoriaMetrics' comparison ask
-  them, compiled by wanka's PromQL engine and run on the file (no HTTP): the last `--promql-hours`
-  at a 60 s step, and the whole span at a 5-minute step.
+  them, compiled by wanka's PromQL engine and run through the executor as the query API runs
+  them (no HTTP): the last `--promql-hours` at a 60 s step, and the whole span at a 5-minute
+  step.
 - **Coarse aggregates**: count, sum, min and max per metric per 2-hour window read from the
   block statistics, against the same aggregate over the decoded samples.
 - **Decoding**: `warehouse.kernel.blocks.decode` of every block of one metric on one core.
@@ -150,7 +151,7 @@ def sql_runner(cur: object, sql: str) -> Callable[[], object]:
 
 def promql_runner(cur: object, q: tuple[str, int, int, int]) -> Callable[[], object]:
     compiled = range_query(*q)
-    return lambda: cur.sql(compiled.sql).fetchall()  # type: ignore[attr-defined]
+    return sql_runner(cur, compiled.sql)
 
 
 def decode_rate(cur: object) -> tuple[float, int]:

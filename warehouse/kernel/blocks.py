@@ -254,7 +254,7 @@ def _between(column: np.ndarray, lo: object, hi: object) -> np.ndarray | None:
     return keep
 
 
-def _read(
+def read(
     shape: Shape, data: bytes, bounds: Sequence[object]
 ) -> tuple[np.ndarray, list[Column], np.ndarray | None]:
     """A block's rows and which of them to keep (None: all), by `bounds`: the time range, the
@@ -289,7 +289,7 @@ def _function(shape: Shape) -> Any:
         parts: list[list[Column]] = []
         for blob, *found in zip(data.to_pylist(), *given, strict=True):
             if blob is not None:
-                block_ids, columns, keep = _read(shape, blob, found)
+                block_ids, columns, keep = read(shape, blob, found)
                 if keep is not None:
                     block_ids = block_ids[keep]
                     columns = [(v[keep], None if m is None else m[keep]) for v, m in columns]
@@ -326,6 +326,11 @@ def _cat(arrays: object) -> np.ndarray:
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
+#: The functions' bodies, made once: DuckDB does not keep a body alive after the connection it
+#: was bound on is gone, while that connection's cursors may still call it.
+_BODIES = {shape.function: _function(shape) for shape in (SAMPLES, TIERS)}
+
+
 def register(con: duckdb.DuckDBPyConnection) -> None:
     """Bind `wanka_block` and `wanka_tier_block` on `con` (and so on its cursors)."""
     for shape in (SAMPLES, TIERS):
@@ -333,7 +338,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             con.remove_function(shape.function)
         con.create_function(
             shape.function,
-            _function(shape),
+            _BODIES[shape.function],
             cast(Any, shape.params),
             cast(Any, shape.item),
             type=PythonUDFType.ARROW,

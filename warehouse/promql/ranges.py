@@ -52,7 +52,7 @@ def _selector_window(node: Any, ctx: Context) -> Window:
     groups = source.matchers_of(vs)
     lo, hi = ctx.grid.start_ms - offset - range_ms, ctx.grid.end_ms - offset
     series = source.select(ctx.plan, groups, lo, hi)
-    samples = source.samples(ctx.plan, series, lo, hi)
+    samples = source.samples(ctx.plan, series, lo, hi, groups)
     rows = _spread_samples(ctx, samples, range_ms, offset)
     return Window(series, rows, range_ms, offset, source.metric_of(groups))
 

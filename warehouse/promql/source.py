@@ -181,13 +181,18 @@ def label_values(
     )
 
 
-def samples(plan: Plan, series: str, lo_ms: int, hi_ms: int) -> str:
-    """A CTE of the samples of `series` in [lo_ms, hi_ms]: sid, ts (ms), v, stale (a
-    staleness marker: where the series ended, no value)."""
+def samples(
+    plan: Plan, series: str, lo_ms: int, hi_ms: int, groups: list[list[tuple[str, str, str]]]
+) -> str:
+    """A CTE of the samples of `series` (selected by the matchers `groups`) in [lo_ms, hi_ms]:
+    sid, ts (ms), v, stale (a staleness marker: where the series ended, no value)."""
     window = f"ts BETWEEN {timestamp(lo_ms)} AND {timestamp(hi_ms)}"
-    # the cold blocks of the window and series only, decoded to those samples
+    # the cold blocks of the window, metric and series only, decoded to those samples
+    metric = metric_of(groups)
     held = relations.samples(
-        ts=(timestamp(lo_ms), timestamp(hi_ms)), series=f"SELECT sid FROM {series}"
+        ts=(timestamp(lo_ms), timestamp(hi_ms)),
+        series=f"SELECT sid FROM {series}",
+        metrics=None if metric is None else text(metric),
     )
     return plan.add(
         "samples",

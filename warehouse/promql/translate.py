@@ -54,7 +54,7 @@ def _vector_selector(node: Any, ctx: Context) -> Value:
         lo = g.start_ms - offset - c.lookback_ms
         hi = g.end_ms - offset
         series = source.select(c.plan, groups, lo, hi)
-        samples = source.samples(c.plan, series, lo, hi)
+        samples = source.samples(c.plan, series, lo, hi, groups)
         return Vector(
             series, _instant_points(c, samples, offset), True, True, source.metric_of(groups)
         )

@@ -30,7 +30,7 @@ from warehouse.dynamic import statements as dynamic
 from warehouse.errors import sql_error
 from warehouse.parsing.script import Script, Statement, parse
 from warehouse.query import prepared
-from warehouse.tsdb import dml, prune, retention
+from warehouse.tsdb import cold_scan, dml, prune, retention
 
 BATCH_ROWS = 65_536
 
@@ -38,6 +38,9 @@ Params = Sequence[Any] | dict[str, Any] | None
 
 #: Statement types that may write gpu_metrics, a view whose writes `telemetry_dml` runs.
 _DML = frozenset({"INSERT", "UPDATE", "DELETE"})
+
+#: How often a SELECT runs when its compressed blocks changed as it started (cold_scan.MOVED).
+_ATTEMPTS = 3
 
 #: Whether this DuckDB exposes the statement runner under its relation layer.
 DIRECT = hasattr(duckdb.DuckDBPyConnection, "_submit")
@@ -84,17 +87,39 @@ def run(
             count = dml.run(cur, statement.text, params)
             table = pa.table({"Count": pa.array([count], pa.int64())})
             return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
-        text = _pruned(statement)
-        if DIRECT and statement.type == "SELECT":
-            values = list(params) if isinstance(params, Sequence) else params
-            return _select(cur, text, values or None, batch_rows, prepare)
-        pruned = text is not statement.text
-        relation = cur.sql(text if pruned else statement.parsed or text, params=params)
-        if relation is None:
-            return pa.RecordBatchReader.from_batches(pa.schema([]), [])
-        return relation.to_arrow_reader(batch_rows)
+        for attempt in range(_ATTEMPTS):
+            try:
+                return _read(cur, statement, params, batch_rows, prepare)
+            except duckdb.Error as error:
+                if cold_scan.MOVED not in str(error) or attempt == _ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
     except duckdb.Error as error:
         raise sql_error(error) from None
+
+
+def _read(
+    cur: duckdb.DuckDBPyConnection,
+    statement: Statement,
+    params: Params,
+    batch_rows: int,
+    prepare: bool,
+) -> pa.RecordBatchReader:
+    """A statement DuckDB runs: its reads of compressed blocks pruned, and scanned where they
+    can be (`warehouse.tsdb.cold_scan`)."""
+    text = _pruned(statement)
+    select = statement.type == "SELECT"
+    bound = cold_scan.bind(cur, text) if select and not params else None
+    if bound is not None:
+        text, prepare = bound.sql, False
+    if DIRECT and select:
+        values = list(params) if isinstance(params, Sequence) else params
+        return _select(cur, text, values or None, batch_rows, prepare)
+    pruned = text is not statement.text
+    relation = cur.sql(text if pruned else statement.parsed or text, params=params)
+    if relation is None:
+        return pa.RecordBatchReader.from_batches(pa.schema([]), [])
+    return relation.to_arrow_reader(batch_rows)
 
 
 def _pruned(statement: Statement) -> str:

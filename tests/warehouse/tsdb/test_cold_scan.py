@@ -1,0 +1,196 @@
+"""Cold samples read through registered scans give what `wanka_block()` gives (property test),
+a statement whose blocks change as it starts fails with MOVED and the executor runs it again,
+and what a scan cannot take is left to the function."""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import examples
+from tests.warehouses import Warehouses
+from warehouse.kernel.engine import Engine
+from warehouse.query.executor import execute
+from warehouse.tsdb import cold_scan, compact, relations
+from warehouse.tsdb.append import append
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+METRICS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE")
+HOURS = 7
+
+pytestmark = pytest.mark.skipif(not cold_scan.AVAILABLE, reason="no Arrow sources in this DuckDB")
+
+
+def _rows(hours: range, every_min: int = 5) -> pa.Table:
+    return pa.Table.from_pylist(
+        [
+            {
+                "ts": T0 + timedelta(hours=h, minutes=every_min * i),
+                "host": f"h{host}",
+                "gpu": 0,
+                "metric": m,
+                "value": [float(i % 7), float("nan"), -0.0, float("inf")][(i + host) % 4],
+            }
+            for h in hours
+            for i in range(60 // every_min)
+            for host in range(4)
+            for m in METRICS
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def eng(warehouses: Warehouses) -> Iterator[Engine]:
+    """Seven hours of two metrics on four hosts every 5 minutes, appended in two batches; the
+    first six hours compacted, the last hot."""
+    with warehouses.engine() as engine:
+        cur = engine.cursor()
+        append(cur, _rows(range(0, 3)))
+        append(cur, _rows(range(3, HOURS)))
+        assert compact.compact(cur, now=T0 + timedelta(hours=6, minutes=30))
+        cur.close()
+        yield engine
+
+
+def _bag(cur: duckdb.DuckDBPyConnection, sql: str) -> Counter[tuple[Any, ...]]:
+    """The rows of `sql` (series_id, ts, value, batch_id), values by their bits."""
+    return Counter(
+        (s, t, struct.pack("<d", v) if v is not None else None, b)
+        for s, t, v, b in cur.sql(sql).fetchall()
+    )
+
+
+when = st.one_of(st.none(), st.integers(-30, (HOURS + 1) * 60)).map(
+    lambda m: None if m is None else f"TIMESTAMPTZ '{T0 + timedelta(minutes=m)}'"
+)
+batch = st.one_of(st.none(), st.integers(0, 3).map(str))
+
+
+@settings(
+    max_examples=examples(0.5),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    ts=st.tuples(when, when),
+    batches=st.tuples(batch, batch),
+    series=st.one_of(st.none(), st.sets(st.integers(-2, 10), max_size=4)),
+    metric=st.one_of(st.none(), st.sampled_from(METRICS)),
+)
+def test_a_scan_reads_what_the_function_reads(
+    eng: Engine,
+    ts: tuple[str | None, str | None],
+    batches: tuple[str | None, str | None],
+    series: set[int] | None,
+    metric: str | None,
+) -> None:
+    wanted = None
+    if series is not None:
+        wanted = " UNION ALL ".join(f"SELECT {i}" for i in sorted(series)) or "SELECT 0 WHERE false"
+    decode = relations.cold(ts, batches, wanted, None if metric is None else f"'{metric}'")
+    sql = f"SELECT * FROM ({decode})"
+    cur = eng.cursor()
+    try:
+        bound = cold_scan.bind(cur, sql)
+        assert bound is not None and bound.names == ["_wanka_cold_0"]
+        assert _bag(cur, bound.sql) == _bag(cur, sql)
+    finally:
+        cur.close()
+
+
+def test_bounds_may_read_the_statements_ctes(eng: Engine) -> None:
+    """PromQL's decodes name the series by a CTE of the statement: the scan reads it too."""
+    held = relations.samples(ts=(f"TIMESTAMPTZ '{T0}'", None), series="SELECT sid FROM chosen")
+    sql = (
+        "WITH chosen AS (SELECT series_id AS sid FROM wanka.gpu_series WHERE host = 'h1'),\n"
+        f"got AS (SELECT s.* FROM {held} s JOIN chosen ON s.series_id = chosen.sid)\n"
+        "SELECT * FROM got"
+    )
+    cur = eng.cursor()
+    try:
+        bound = cold_scan.bind(cur, sql)
+        assert bound is not None and "wanka_block" not in bound.sql.lower()
+        got = _bag(cur, bound.sql)
+        assert got == _bag(cur, sql) and len(got) == HOURS * 12 * len(METRICS)
+    finally:
+        cur.close()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "WITH a AS (SELECT 1), b AS (SELECT 2) SELECT * FROM (HERE)",
+        "WITH a AS (SELECT 1), b AS (SELECT 2), c AS (SELECT * FROM (HERE)) SELECT * FROM c",
+        "WITH a AS (SELECT ',' AS x) SELECT * FROM (HERE)",
+    ],
+)
+def test_the_ctes_before_a_decode(sql: str) -> None:
+    at = sql.index("HERE")
+    assert cold_scan._ctes(sql, at) in (
+        "WITH a AS (SELECT 1), b AS (SELECT 2) ",
+        "WITH a AS (SELECT ',' AS x) ",
+    )
+    assert cold_scan._ctes("SELECT * FROM (HERE)", 15) == ""
+    assert cold_scan._ctes("WITH a AS (SELECT * FROM (HERE)) SELECT 1", 26) == ""
+
+
+def test_blocks_that_change_as_a_statement_starts_make_it_run_again(
+    warehouses: Warehouses, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compaction commits between the scan's reading of the blocks and the statement's start:
+    the statement's guard fails with MOVED, and the executor binds and runs it again, so no
+    sample is missed (the compacted ones were hot when the blocks were read)."""
+    sql = f"SELECT count(*) AS n FROM gpu_metrics WHERE ts >= TIMESTAMPTZ '{T0}'"
+    with warehouses.engine() as engine:
+        cur, other = engine.cursor(), engine.cursor()
+        append(cur, _rows(range(0, 4)))
+        compact.compact(cur, now=T0 + timedelta(hours=2, minutes=30))
+        [(want,)] = cur.sql(sql).fetchall()
+        bind, calls = cold_scan.bind, []
+
+        def bind_then_compact(c: duckdb.DuckDBPyConnection, text: str) -> Any:
+            bound = bind(c, text)
+            calls.append(bound)
+            if len(calls) == 1:
+                assert bound is not None
+                assert compact.compact(other, now=T0 + timedelta(hours=4, minutes=30))
+                with pytest.raises(duckdb.Error, match=cold_scan.MOVED):
+                    c.sql(bound.sql).fetchall()
+            return bound
+
+        monkeypatch.setattr(cold_scan, "bind", bind_then_compact)
+        assert execute(cur, sql, prepare=False).read_all().to_pylist() == [{"n": want}]
+        assert len(calls) == 2 and all(b is not None for b in calls)
+        cur.close()
+        other.close()
+
+
+def test_what_a_scan_cannot_take_is_left_to_the_function(
+    eng: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cur = eng.cursor()
+    try:
+        decode = relations.cold()
+        assert cold_scan.bind(cur, "SELECT 1") is None
+        # bounds that name a column of the outer query cannot be read on their own
+        outer = decode.replace("wanka_block(data, NULL", "wanka_block(data, g.t", 1)
+        correlated = f"SELECT * FROM (SELECT now() AS t) g, LATERAL ({outer})"
+        assert cold_scan.bind(cur, correlated) is None
+        monkeypatch.setattr(cold_scan, "BUDGET", 10)
+        assert cold_scan.bind(cur, f"SELECT * FROM ({decode})") is None
+        monkeypatch.setattr(cold_scan, "BUDGET", 10**9)
+        assert cold_scan.bind(cur, f"SELECT * FROM ({decode})") is not None
+        cold_scan.release(cur)
+        with pytest.raises(duckdb.CatalogException):
+            cur.sql("SELECT * FROM _wanka_cold_0").fetchall()
+    finally:
+        cur.close()
