@@ -142,13 +142,26 @@ def arrow_function(model: Model[..., Any]) -> Callable[..., pa.Array]:
     return apply
 
 
+#: Each model's Arrow body, made once (by the model's identity): DuckDB keeps a body alive only
+#: as long as the connection object it was bound on, while that connection's cursors may still
+#: call it (tests/warehouse/kernel/test_blocks.py shows the crash).
+_BODIES: dict[int, tuple[Model[..., Any], Callable[..., pa.Array]]] = {}
+
+
+def _body(model: Model[..., Any]) -> Callable[..., pa.Array]:
+    kept = _BODIES.get(id(model))
+    if kept is None or kept[0] is not model:
+        kept = _BODIES[id(model)] = (model, arrow_function(model))
+    return kept[1]
+
+
 def _bind_arrow(con: duckdb.DuckDBPyConnection, model: Model[..., Any]) -> None:
     # counts are declared DOUBLE so that any numeric argument binds, as with the macro;
     # Model.numpy refuses a fractional count just as the macro does
     types: list[str] = [_ARROW_PARAM_TYPES.get(p.type, p.type) for p in model.params.values()]
     con.create_function(
         model.name,
-        arrow_function(model),
+        _body(model),
         cast(Any, types),
         cast(Any, model.returns),
         type=PythonUDFType.ARROW,

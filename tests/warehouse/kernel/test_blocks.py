@@ -3,6 +3,7 @@ and `wanka_block` in SQL keeps exactly the samples its bounds select."""
 
 from __future__ import annotations
 
+import gc
 import struct
 from collections.abc import Iterator
 
@@ -375,3 +376,24 @@ def test_wanka_block_reads_several_blocks_and_null_blobs_in_one_call(
         (2, 2, [2, 2], [False, True]),
         (3, 3, [3, 3, 3], [False, True, False]),
     ]
+
+
+def test_a_cursor_outliving_its_connection_object_still_decodes() -> None:
+    """DuckDB keeps a function's body only as long as the connection object it was bound on,
+    while that connection's cursors may outlive it (`Engine(path).cursor()`): a freed body made
+    the call fail, or crash the process."""
+    connection = duckdb.connect()
+    blocks.register(connection)
+    cur = connection.cursor()
+    del connection
+    gc.collect()
+    data = blocks.encode(
+        blocks.Samples(
+            np.array([3, 3], np.int32), np.array([1, 2]), np.array([0.5, 1.5]), np.array([7, 7])
+        )
+    )
+    got = cur.sql(
+        "SELECT unnest(wanka_block($1, NULL, NULL, NULL, NULL, NULL), recursive := true)",
+        params=[data],
+    ).fetchall()
+    assert [(s, v, b) for s, _, v, b in got] == [(3, 0.5, 7), (3, 1.5, 7)]
