@@ -29,6 +29,7 @@ COMMANDS = {
     "simulate": "service.commands.cluster:simulate",
     "demo": "service.commands.cluster:demo",
     "serve": "service.commands.serve:serve",
+    "check": "service.commands.check:check",
     "user": "service.commands.users:user",
     "token": "service.commands.users:token",
     "analyze": "service.commands.analyze:analyze",

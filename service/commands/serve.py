@@ -7,14 +7,17 @@ import ipaddress
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from service.commands.common import Duration
+from service.config import build
+from service.config.reload import Reloader
 from service.pgwire import Handle, start
-from service.serve import memory
+from service.serve import lifecycle, logs, memory
 from service.serve.server import Server
-from service.serve.settings import FeedSettings, Limits, ServeSettings, Tls
+from service.serve.settings import ServeSettings
 from warehouse.errors import UserError
 
 
@@ -40,19 +43,24 @@ def is_loopback(host: str) -> bool:
 
 def _start_pgwire(server: Server, settings: ServeSettings, port: int) -> Handle:
     tls = settings.tls.context() if settings.tls else None
-    handle = start(server, settings.host, port, tls=tls)
+    handle = start(server, settings.pg_bind, port, tls=tls)
     mode = "require" if tls else "disable"
-    click.echo(f"PostgreSQL wire:  postgresql://{settings.host}:{port}/wanka?sslmode={mode}")
+    click.echo(f"PostgreSQL wire:  postgresql://{settings.pg_bind}:{port}/wanka?sslmode={mode}")
     return handle
 
 
-def run_server(settings: ServeSettings, *, banner: Callable[[str], None] | None = None) -> None:
-    """Open `settings.db`, serve it until interrupted, then close everything in order.
-    `banner(url)` prints what a person needs to reach it (the demo's reader) once it listens."""
-    import uvicorn
-
+def run_server(
+    settings: ServeSettings,
+    *,
+    banner: Callable[[str], None] | None = None,
+    reload_flags: dict[str, Any] | None = None,
+) -> None:
+    """Open `settings.db`, serve it until SIGTERM or SIGINT, then close everything in order.
+    `banner(url)` prints what a person needs to reach it (the demo's reader) once it listens.
+    With `settings.config_file`, SIGHUP and `POST /-/reload` reread it under `reload_flags`."""
     from service.http import create_app
 
+    logs.configure(settings.log)
     memory.limit_arenas()  # before the threads start: see service/serve/memory.py
     memory.use_jemalloc_for_arrow()
     trimmer = memory.Trimmer().start()
@@ -76,7 +84,10 @@ def run_server(settings: ServeSettings, *, banner: Callable[[str], None] | None 
             )
         pg = _start_pgwire(server, settings, settings.pg_port) if settings.pg_port else None
         app = create_app(server, open_locally=local and not users_exist, pgwire=pg is not None)
-
+        if settings.config_file is not None:
+            app.state.reloader = Reloader(
+                server, Path(settings.config_file), reload_flags or {}, settings.db
+            )
         server.start(settings)  # the scheduler, then the live feeds
         for line in server.feeds.describe():
             click.echo(line)
@@ -89,26 +100,24 @@ def run_server(settings: ServeSettings, *, banner: Callable[[str], None] | None 
             )
         if banner is not None:
             banner(url)
-        config = uvicorn.Config(
-            app,
-            host=host,
-            port=settings.port,
-            log_level="warning",
-            access_log=settings.access_log,
-            ssl_certfile=str(tls.cert) if tls else None,
-            ssl_keyfile=str(tls.key) if tls else None,
-        )
         try:
-            uvicorn.Server(config).run()
+            lifecycle.serve_http(app, settings, server, pg, getattr(app.state, "reloader", None))
         finally:
             if pg is not None:
-                pg.stop()
+                pg.stop(grace_s=settings.shutdown_grace_s)
     finally:
+        server.state = "stopping"
         server.close()
         trimmer.stop()
 
 
 @click.command()
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="wanka.yml: every setting below and more (docs/configuration.md); a flag overrides it.",
+)
 @click.option("--http-host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--http-port", default=8080, show_default=True, type=click.IntRange(0, 65535))
 @click.option(
@@ -132,6 +141,15 @@ def run_server(settings: ServeSettings, *, banner: Callable[[str], None] | None 
 )
 @click.option("--access-log", is_flag=True, help="Log each request (never credentials).")
 @click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+)
+@click.option(
+    "--log-format", type=click.Choice(["logfmt", "json"]), default="logfmt", show_default=True
+)
+@click.option(
     "--tls-cert",
     type=click.Path(dir_okay=False, path_type=Path),
     help="PEM certificate chain: HTTPS, and SSL for PostgreSQL clients.",
@@ -154,59 +172,26 @@ def run_server(settings: ServeSettings, *, banner: Callable[[str], None] | None 
     help="Also poll `CMD show job -d --oneliner` (GPU indices) [default: scontrol when on PATH].",
 )
 @click.pass_context
-def serve(
-    ctx: click.Context,
-    http_host: str,
-    http_port: int,
-    pg_port: int,
-    timeout_s: float,
-    max_rows_json: int,
-    max_rows: int | None,
-    memory_limit: str | None,
-    refresh_interval_s: float,
-    access_log: bool,
-    tls_cert: Path | None,
-    tls_key: Path | None,
-    scrape_config: Path | None,
-    scrape_interval: float,
-    scrape_timeout: float,
-    scrape_job: str,
-    sacct_interval: float | None,
-    sacct_command: str,
-    scontrol_command: str | None,
-) -> None:
+def serve(ctx: click.Context, /, config_file: Path | None, **options: Any) -> None:
     """Serve the warehouse: HTTP, PostgreSQL wire and the refresh scheduler in one process,
-    with live feeds when asked (file_sd scraping, Slurm polling)."""
-    feeds = FeedSettings(
-        scrape_config=scrape_config,
-        scrape_interval_s=scrape_interval,
-        scrape_timeout_s=scrape_timeout,
-        scrape_job=scrape_job,
-        sacct_interval_s=sacct_interval,
-        sacct_command=sacct_command,
-        scontrol_command=scontrol_command,
-    )
-    limits = Limits(
-        timeout_s=timeout_s,
-        max_rows_json=max_rows_json,
-        max_rows=max_rows,
-        memory_limit=memory_limit,
-    )
-    settings = ServeSettings(
-        ctx.obj.db,
-        host=http_host,
-        port=http_port,
-        pg_port=pg_port or None,
-        tls=_tls(tls_cert, tls_key),
-        limits=limits,
-        refresh_interval_s=refresh_interval_s or None,
-        access_log=access_log,
-        feeds=feeds,
-    )
-    run_server(settings)
+    with live feeds when asked (scraping, Slurm polling). With --config, the file's settings
+    (a flag given here overrides it); SIGHUP or POST /-/reload rereads it."""
+    flags = given_flags(ctx, options)
+    settings = build.load(config_file, flags, ctx.obj.db)
+    run_server(settings, reload_flags=flags)
 
 
-def _tls(cert: Path | None, key: Path | None) -> Tls | None:
-    if (cert is None) != (key is None):
+def given_flags(ctx: click.Context, options: dict[str, Any]) -> dict[str, Any]:
+    """The options given on the command line (or by the environment), by name: those override
+    the configuration file; the others are defaults the file may change."""
+    given = {}
+    for name, value in options.items():
+        source = ctx.get_parameter_source(name)
+        if source in (
+            click.core.ParameterSource.COMMANDLINE,
+            click.core.ParameterSource.ENVIRONMENT,
+        ):
+            given[name] = value
+    if (given.get("tls_cert") is None) != (given.get("tls_key") is None):
         raise click.UsageError("--tls-cert and --tls-key go together")
-    return Tls(cert, key) if cert is not None and key is not None else None
+    return given

@@ -2,15 +2,16 @@
 of its own, storing through the server's write gate. A failure is logged, counted on /metrics
 and retried; it never stops the server. `Feeds` runs the loops its `FeedSettings` ask for.
 
-- `ScrapeLoop`: every interval, rereads the file_sd file when it changed (a bad edit is logged
-  and the targets before it kept), scrapes every target at once (warehouse/scrape), and stores
-  the round as one batch with wanka.scrape_targets.
+- `ScrapeLoop`, one per scrape config (`ScrapeJob`): every interval, rereads its file_sd files
+  when one changed (a bad edit is logged and the targets before it kept), scrapes every target
+  at once (warehouse/scrape), and stores the round as one batch with wanka.scrape_targets.
 - `SacctLoop`: every interval, `sacct` for the window since its last good poll (and `scontrol`
   where given); after a failure it tries again after 5 s, 10 s, 20 s, ... up to the interval.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import threading
@@ -33,11 +34,12 @@ from service.serve.metric_families import (
     SCRAPE_TARGET_UP,
 )
 from service.serve.metrics import Gauges, Labels
-from service.serve.settings import FeedSettings, ServeSettings
+from service.serve.settings import FeedSettings, ScrapeJob, ServeSettings
 
 if TYPE_CHECKING:
     from warehouse.scrape.scraper import Health
     from warehouse.scrape.slurm import SlurmPoll
+    from warehouse.scrape.targets import Target
 
 log = logging.getLogger("wanka.feeds")
 
@@ -81,18 +83,7 @@ class Feeds:
     def _loops(self, settings: FeedSettings) -> list[Loop]:
         from warehouse.scrape.slurm import SlurmPoll
 
-        loops: list[Loop] = []
-        if settings.scrape_config is not None:
-            loops.append(
-                ScrapeLoop(
-                    self._core,
-                    self._stop,
-                    settings.scrape_config,
-                    interval_s=settings.scrape_interval_s,
-                    timeout_s=settings.scrape_timeout_s,
-                    job=settings.scrape_job,
-                )
-            )
+        loops: list[Loop] = [ScrapeLoop(self._core, self._stop, j) for j in settings.scrape_jobs]
         if settings.sacct_interval_s:
             scontrol = settings.scontrol_command or shutil.which("scontrol")
             poll = SlurmPoll(settings.sacct_command, scontrol)
@@ -122,29 +113,23 @@ class Feeds:
 
 
 class ScrapeLoop:
-    def __init__(
-        self,
-        core: Core,
-        stop: threading.Event,
-        path: Path,
-        *,
-        interval_s: float,
-        timeout_s: float,
-        job: str,
-    ) -> None:
+    """One scrape config's targets, scraped every interval (see the module's docstring)."""
+
+    def __init__(self, core: Core, stop: threading.Event, job: ScrapeJob) -> None:
         from warehouse.ingest.batch import read_context
         from warehouse.ingest.models import ModelNames
         from warehouse.scrape.scraper import Scraper
-        from warehouse.scrape.targets import load
 
-        self.core, self.stop, self.path = core, stop, path
-        self.interval_s, self.job = interval_s, job
-        self.targets = load(path, job)  # a bad file at start-up stops `wanka serve` early
-        self._mtime = self._stat()
+        self.core, self.stop, self.job = core, stop, job
+        self.interval_s = job.interval_s
+        self._mtimes = self._stat()
+        self.targets = job_targets(job)  # a bad file at start-up stops `wanka serve` early
         names = ModelNames(read_context(core.engine).model_names)
-        self.scraper = Scraper(names, timeout_s=min(timeout_s, interval_s))
+        self.scraper = Scraper(names, timeout_s=min(job.timeout_s, job.interval_s))
         self.health: list[Health] = []
-        self._thread = threading.Thread(target=self._run, name="wanka-scrape", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"wanka-scrape-{job.name}", daemon=True
+        )
 
     def start(self) -> ScrapeLoop:
         self._thread.start()
@@ -154,34 +139,35 @@ class ScrapeLoop:
         self._thread.join(timeout=30)
 
     def describe(self) -> str:
+        files = f" ({', '.join(self.job.files)})" if self.job.files else ""
         return (
-            f"scraping:         {len(self.targets)} targets from {self.path} "
+            f"scraping:         job {self.job.name}: {len(self.targets)} targets{files} "
             f"every {self.interval_s:g} s"
         )
 
-    def _stat(self) -> float | None:
-        try:
-            return self.path.stat().st_mtime
-        except OSError:
-            return None
+    def _stat(self) -> dict[str, float]:
+        found = {}
+        for path in sd_files(self.job):
+            with contextlib.suppress(OSError):
+                found[str(path)] = path.stat().st_mtime
+        return found
 
     def _reload(self) -> None:
         from warehouse.errors import UserError
-        from warehouse.scrape.targets import load
 
-        mtime = self._stat()
-        if mtime == self._mtime:
+        mtimes = self._stat()
+        if mtimes == self._mtimes:
             return
-        self._mtime = mtime
+        self._mtimes = mtimes
         try:
-            self.targets = load(self.path, self.job)
+            self.targets = job_targets(self.job)
         except UserError as error:
             log.error(
                 "scrape config not reloaded, keeping %d targets: %s", len(self.targets), error
             )
             self.core.metrics.count(SCRAPE_CONFIG_ERRORS)
             return
-        log.info("scrape config reread: %d targets", len(self.targets))
+        log.info("scrape config reread: job %s has %d targets", self.job.name, len(self.targets))
 
     def _run(self) -> None:
         from warehouse.scrape.store import store_round
@@ -219,6 +205,35 @@ class ScrapeLoop:
             SCRAPE_TARGET_DURATION: duration,
             SCRAPE_TARGET_SAMPLES: samples,
         }
+
+
+def sd_files(job: ScrapeJob) -> list[Path]:
+    """The file_sd files of `job` now: each path, a `*` or `?` in its file name matched as a
+    glob, as Prometheus matches `files` (a pattern matching nothing yields no file)."""
+    found: list[Path] = []
+    for given in job.files:
+        path = Path(given)
+        if any(c in path.name for c in "*?["):
+            found += sorted(path.parent.glob(path.name))
+        else:
+            found.append(path)
+    return found
+
+
+def job_targets(job: ScrapeJob) -> list[Target]:
+    """Every target of `job`: its static groups, then its file_sd files' (UserError naming the
+    file and entry when one is bad)."""
+    from warehouse.scrape.targets import load, target
+
+    defaults = {"__scheme__": job.scheme, "__metrics_path__": job.metrics_path}
+    defaults |= {f"__param_{name}": value for name, value in job.params}
+    found: dict[Target, None] = {}
+    for addresses, labels in job.static:
+        for address in addresses:
+            found[target(address, {**defaults, **dict(labels)}, job.name, job.headers)] = None
+    for path in sd_files(job):
+        found.update(dict.fromkeys(load(path, job.name, defaults, job.headers)))
+    return list(found)
 
 
 class SacctLoop:

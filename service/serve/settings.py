@@ -51,16 +51,43 @@ class Tls:
 
 
 @dataclass(frozen=True)
-class FeedSettings:
-    """The live feeds to run (service/serve/feeds.py): none unless a path or interval is given."""
+class ScrapeJob:
+    """One `scrape_configs` entry, as Prometheus reads it: its targets listed (`static_configs`)
+    and in file_sd files (`file_sd_configs`, reread when they change), how often and how to
+    scrape them. `headers` carries the Authorization read from a secret file: never printed."""
 
-    scrape_config: Path | None = None  # Prometheus file_sd targets, reread when it changes
-    scrape_interval_s: float = 15.0
-    scrape_timeout_s: float = 10.0
-    scrape_job: str = "dcgm"  # the `job` label of the targets
+    name: str = "dcgm"
+    interval_s: float = 15.0
+    timeout_s: float = 10.0
+    metrics_path: str = "/metrics"
+    scheme: str = "http"
+    params: tuple[tuple[str, str], ...] = ()
+    #: Each static target group: its host:port targets and its labels.
+    static: tuple[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], ...] = ()
+    #: The file_sd files (a `*` in the file name matches as in Prometheus).
+    files: tuple[str, ...] = ()
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+
+@dataclass(frozen=True)
+class FeedSettings:
+    """The live feeds to run (service/serve/feeds.py): none unless targets or an interval are
+    given."""
+
+    scrape_jobs: tuple[ScrapeJob, ...] = ()
     sacct_interval_s: float | None = None  # poll Slurm this often
     sacct_command: str = "sacct"
     scontrol_command: str | None = None  # None: scontrol when on PATH
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    """How the process logs: `logfmt` or `json`, one event a line, at `level`; each request
+    at debug level (or always, with `requests`)."""
+
+    level: str = "info"
+    format: str = "logfmt"
+    requests: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,3 +103,17 @@ class ServeSettings:
     refresh_interval_s: float | None = 10.0  # the scheduler's pass; None: no scheduler
     access_log: bool = False
     feeds: FeedSettings = field(default_factory=FeedSettings)
+    pg_host: str | None = None  # None: the HTTP host
+    log: LogSettings = field(default_factory=LogSettings)
+    #: Labels naming this wanka to other systems (alerts sent to Alertmanager carry them).
+    external_labels: tuple[tuple[str, str], ...] = ()
+    #: Retention rules set at start and at each reload: (table, seconds kept; None: off).
+    retention: tuple[tuple[str, float | None], ...] = ()
+    #: How long SIGTERM waits for what is in flight before cancelling it.
+    shutdown_grace_s: float = 30.0
+    #: The configuration file read (None: flags only): what SIGHUP and /-/reload reread.
+    config_file: str | None = None
+
+    @property
+    def pg_bind(self) -> str:
+        return self.pg_host if self.pg_host is not None else self.host

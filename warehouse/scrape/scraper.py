@@ -171,7 +171,7 @@ class Scraper:
         one = _Fetched(target, int(started * 1000), 0.0)
         try:
             async with asyncio.timeout(self.timeout_s):
-                one.body = await self._get(client, target.url)
+                one.body = await self._get(client, target.url, dict(target.headers))
         except TimeoutError:
             one.error = f"the scrape timed out after {self.timeout_s:g} s"
         except httpx.HTTPError as error:
@@ -183,8 +183,8 @@ class Scraper:
             one.body = None
         return one
 
-    async def _get(self, client: httpx.AsyncClient, url: str) -> bytes:
-        async with client.stream("GET", url, timeout=self.timeout_s) as answer:
+    async def _get(self, client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> bytes:
+        async with client.stream("GET", url, timeout=self.timeout_s, headers=headers) as answer:
             if not 200 <= answer.status_code < 300:
                 raise _Refused(f"the target answered HTTP {answer.status_code}")
             body = bytearray()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -30,10 +30,18 @@ _LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 class Target:
     url: str
     labels: tuple[tuple[str, str], ...]  # sorted; what every series of the target gets
+    #: Request headers of its scrape (Authorization, from a secret file): never printed.
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
 
-def load(path: Path, job: str = "dcgm") -> list[Target]:
-    """The targets of the file_sd file at `path`; UserError naming what is wrong."""
+Headers = tuple[tuple[str, str], ...]
+
+
+def load(
+    path: Path, job: str = "dcgm", defaults: dict[str, str] | None = None, headers: Headers = ()
+) -> list[Target]:
+    """The targets of the file_sd file at `path` (see `parse`); UserError naming what is
+    wrong."""
     try:
         text = path.read_text()
     except OSError as error:
@@ -42,11 +50,19 @@ def load(path: Path, job: str = "dcgm") -> list[Target]:
         groups = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as error:
         raise UserError(f"{path}: not valid {_kind(path)}: {_first_line(error)}") from None
-    return parse(groups or [], str(path), job)
+    return parse(groups or [], str(path), job, defaults, headers)
 
 
-def parse(groups: Any, where: str, job: str = "dcgm") -> list[Target]:
-    """The targets of file_sd `groups` (the decoded file); `where` names it in errors."""
+def parse(
+    groups: Any,
+    where: str,
+    job: str = "dcgm",
+    defaults: dict[str, str] | None = None,
+    headers: Headers = (),
+) -> list[Target]:
+    """The targets of file_sd `groups` (the decoded file); `where` names it in errors. A
+    group's labels go over `defaults` (a scrape config's `__scheme__`, `__metrics_path__` and
+    `__param_*`), and each target is scraped with `headers`."""
     if not isinstance(groups, list):
         raise UserError(f"{where}: a file_sd file is a list of {{targets, labels}} entries")
     found: dict[Target, None] = {}
@@ -71,11 +87,11 @@ def parse(groups: Any, where: str, job: str = "dcgm") -> list[Target]:
         for address in addresses:
             if "/" in address or " " in address:
                 raise UserError(f"{spot}: {address!r} is not a host:port (no scheme or path)")
-            found[target(address, labels, job)] = None
+            found[target(address, {**(defaults or {}), **labels}, job, headers)] = None
     return list(found)
 
 
-def target(address: str, labels: dict[str, str], job: str) -> Target:
+def target(address: str, labels: dict[str, str], job: str, headers: Headers = ()) -> Target:
     """The URL and the series labels of one target, by Prometheus's default relabelling."""
     scheme = labels.get("__scheme__", "http")
     path = labels.get("__metrics_path__", "/metrics")
@@ -84,7 +100,7 @@ def target(address: str, labels: dict[str, str], job: str) -> Target:
     kept = {k: v for k, v in labels.items() if not k.startswith("__") and v != ""}
     kept.setdefault("job", job)
     kept.setdefault("instance", address)
-    return Target(url, tuple(sorted(kept.items())))
+    return Target(url, tuple(sorted(kept.items())), headers)
 
 
 def _kind(path: Path) -> str:
