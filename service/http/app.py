@@ -21,6 +21,7 @@ from service.http import (
     quick,
     routes_catalog,
     routes_ingest,
+    routes_ops,
     routes_prom,
     routes_promwrite,
     routes_query,
@@ -74,6 +75,7 @@ def create_app(server: Server, *, open_locally: bool = False, pgwire: bool = Fal
         routes_ingest.router,
         routes_promwrite.router,
         routes_prom.router,
+        routes_ops.router,
     ):
         app.include_router(router)
     app.include_router(routes_web.router)  # the browser face: /, /report, /v1/analyses

@@ -221,6 +221,7 @@ class Handle:
         self.port = port
         self.listeners: list[socket.socket] = []
         self._stopping = threading.Event()
+        self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._open: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Task[None]]] = {}
         self._threads: set[threading.Thread] = set()
@@ -321,15 +322,25 @@ class Handle:
         self.thread.start()
         return self
 
-    def stop(self) -> None:
-        """Stop accepting, end open connections, close the encoder pool."""
-        if self._stopping.is_set():
+    def stop(self, grace_s: float = 0.0) -> None:
+        """Stop accepting, wait up to `grace_s` for the statements running, then end the open
+        connections (interrupting what still runs) and close the encoder pool. Safe to call
+        from several threads: the later calls wait for the first."""
+        with self._lock:
+            first = not self._stopping.is_set()
+            self._stopping.set()
+        if not first:
+            self._stopped.wait(timeout=grace_s + 10)
             return
-        self._stopping.set()
         self.thread.join(timeout=5)
         for sock in self.listeners:
             with contextlib.suppress(OSError):
                 sock.close()
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and any(
+            getattr(session, "running", False) for _, session in list(self.pg.active.values())
+        ):
+            time.sleep(0.05)
         with self._lock:
             open_now = list(self._open.values())
             threads = list(self._threads)
@@ -342,6 +353,7 @@ class Handle:
         for thread in threads:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
         self.pg.pool.shutdown(wait=False, cancel_futures=True)
+        self._stopped.set()
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:

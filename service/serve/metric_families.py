@@ -137,3 +137,41 @@ PYTHON_BLOCKS = _declare(
 RESIDENT_MEMORY = _declare(
     Gauge("process_resident_memory_bytes", "Resident memory of the process.")
 )
+
+# -- the process and its configuration (service/serve/process.py, service/config/reload.py) --
+BUILD_INFO = _declare(
+    Gauge(
+        "wanka_build_info",
+        "Always 1: the version and git revision wanka was built from, and DuckDB's version.",
+    )
+)
+PROCESS_START = _declare(
+    Gauge("process_start_time_seconds", "Start time of the process since the Unix epoch.")
+)
+CONFIG_RELOAD_OK = _declare(
+    Gauge(
+        "wanka_config_last_reload_successful",
+        "Whether the last reading of the configuration file worked (1) or was refused (0).",
+    )
+)
+CONFIG_RELOAD_AT = _declare(
+    Gauge(
+        "wanka_config_last_reload_success_timestamp_seconds",
+        "When the configuration file was last read without error.",
+    )
+)
+DYNAMIC_TABLE_TARGET = _declare(
+    Gauge(
+        "wanka_dynamic_table_freshness_target_seconds",
+        "A dynamic table's freshness target: its lag should stay below it.",
+    )
+)
+REMOTE_WRITE_LAG = _declare(
+    Gauge(
+        "wanka_remote_write_lag_seconds",
+        "Age of the newest sample of the last remote_write batch when it was committed.",
+    )
+)
+SACCT_LAST_SUCCESS = _declare(
+    Gauge("wanka_sacct_last_success_timestamp_seconds", "When a Slurm poll last worked.")
+)

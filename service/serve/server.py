@@ -8,6 +8,7 @@ typed, each with `start`, `stop` and `apply(settings)`:
 - `sessions.Sessions`: one `session.Session` per client, with the limits in force;
 - `writer.Writer`: ingest, remote_write (group commit) and refreshes on request;
 - `scheduler.Scheduler`: upkeep and refreshes as a list of scheduled jobs, on its own thread;
+- `retention_rules.RetentionRules`: the retention rules a configuration file sets;
 - `feeds.Feeds`: scraping and Slurm polling, each on its own thread.
 
 They share one `core.Core` (engine, write gate, /metrics counters, limits), never each other.
@@ -16,14 +17,22 @@ The faces call the server's methods below, each handed to its part.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO, Protocol, TypeVar
 
-from service.serve import auth
+from service.serve import auth, process
 from service.serve.auth import Auth
 from service.serve.core import Core, Cursor
 from service.serve.feeds import Feeds
+from service.serve.metric_families import (
+    BUILD_INFO,
+    CONFIG_RELOAD_AT,
+    CONFIG_RELOAD_OK,
+    PROCESS_START,
+)
 from service.serve.metrics import Gauges, Metrics
+from service.serve.retention_rules import RetentionRules
 from service.serve.scheduler import Scheduler
 from service.serve.session import Session
 from service.serve.sessions import Sessions
@@ -79,7 +88,13 @@ class Server:
         self.writer = Writer(self.core)
         self.scheduler = Scheduler(self.core)
         self.feeds = Feeds(self.core)
-        parts = (self.auth, self.sessions, self.writer, self.scheduler, self.feeds)
+        self.retention = RetentionRules(self.core)
+        parts = (self.auth, self.sessions, self.writer, self.retention, self.scheduler, self.feeds)
+        #: "starting" until `start` is done, "ready" while serving, "stopping" once asked to stop:
+        #: what /-/ready answers by.
+        self.state = "starting"
+        #: The last reading of the configuration: whether it worked, when one last worked.
+        self.config_read: tuple[bool, float] = (True, time.time())
         self._parts: tuple[Part, ...] = parts  # started in this order, stopped in reverse
 
     @property
@@ -103,6 +118,7 @@ class Server:
             self.apply(settings)
         for part in self._parts:
             part.start()
+        self.state = "ready"
 
     def apply(self, settings: ServeSettings) -> None:
         """New settings for every part: the limits apply to what starts after them; the
@@ -176,5 +192,14 @@ class Server:
         return self.writer.refresh(user, name, full=full)
 
     def gauges(self) -> Gauges:
-        """The parts' gauges for /metrics: feeds' targets and polls, scheduled jobs' last runs."""
-        return {**self.feeds.gauges(), **self.scheduler.gauges()}
+        """The parts' gauges for /metrics (feeds' targets and polls, scheduled jobs' last runs),
+        and the process's: what it was built from, when it started, its configuration."""
+        ok, at = self.config_read
+        return {
+            **self.feeds.gauges(),
+            **self.scheduler.gauges(),
+            BUILD_INFO: {process.build_info(): 1.0},
+            PROCESS_START: {(): process.start_time()},
+            CONFIG_RELOAD_OK: {(): float(ok)},
+            CONFIG_RELOAD_AT: {(): at},
+        }

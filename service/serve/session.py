@@ -274,6 +274,11 @@ class Session:
 
     # -- limits ------------------------------------------------------------------------------
 
+    @property
+    def running(self) -> bool:
+        """Whether a statement of this session is running (its result not yet finished)."""
+        return self._timer is not None
+
     def _start_timer(self, limit_s: float) -> None:
         self._stop_timer()
         self._why_interrupted = None

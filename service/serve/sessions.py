@@ -8,27 +8,40 @@ write gate (`writes.py`) and the gate on running Python (`gate.py`).
 from __future__ import annotations
 
 import contextlib
+import time
+import weakref
 
 import duckdb
 
 from service.serve.core import Core
 from service.serve.gate import Gate
-from service.serve.session import Session
+from service.serve.session import QueryCancelled, Session
 from service.serve.settings import ServeSettings
 from warehouse.security import hidden
 from warehouse.security.users import User
+
+#: How long stopping waits for interrupted statements to end.
+STOP_WAIT_S = 10.0
 
 
 class Sessions:
     def __init__(self, core: Core) -> None:
         self._core = core
         self.gate = Gate()  # at most a few queries run their Python at once (gate.py)
+        self._open: weakref.WeakSet[Session] = weakref.WeakSet()
 
     def start(self) -> None:
         """Nothing runs on its own: sessions live on the faces' threads."""
 
     def stop(self) -> None:
-        """Open sessions end with their clients (the faces close them before the engine)."""
+        """Interrupt the statements still running (the faces had their grace period to let
+        them finish) and wait for them to end, so the engine can close under them."""
+        running = [s for s in list(self._open) if s.running]
+        for session in running:
+            session.interrupt(QueryCancelled("the server is stopping"))
+        deadline = time.monotonic() + STOP_WAIT_S
+        while any(s.running for s in running) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def apply(self, settings: ServeSettings) -> None:
         """New limits (`Core.limits`) apply to the sessions opened after them."""
@@ -41,7 +54,7 @@ class Sessions:
         """
         core = self._core
         limits = core.limits
-        return Session(
+        session = Session(
             core.engine.lend(hidden.install),
             user,
             timeout_s=limits.timeout_s,
@@ -52,6 +65,8 @@ class Sessions:
             release=self._take_back,
             gate=self.gate,
         )
+        self._open.add(session)
+        return session
 
     def _take_back(self, cur: duckdb.DuckDBPyConnection, reusable: bool) -> None:
         with contextlib.suppress(duckdb.Error):
