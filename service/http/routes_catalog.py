@@ -13,11 +13,13 @@ from service.http.models import DynamicTable, Error, Health, RefreshOutcome, Tab
 from service.serve.metric_families import (
     DUCKDB_MEMORY,
     DYNAMIC_TABLE_LAG,
+    DYNAMIC_TABLE_TARGET,
     PYTHON_BLOCKS,
     RESIDENT_MEMORY,
 )
 from service.serve.metrics import Gauges
 from service.serve.server import Server
+from warehouse.dynamic import schedule
 from warehouse.dynamic.schedule import Failed, Skipped
 from warehouse.dynamic.schedule import describe as describe_outcome
 from warehouse.health import findings
@@ -119,14 +121,21 @@ def resident_bytes() -> float | None:
     return None
 
 
+def _freshness_targets(cur: Any) -> dict[str, float]:
+    """Each dynamic table's freshness target in seconds ('downstream' ones have none)."""
+    return {n: e.freshness_s for n, e in schedule.entries(cur).items() if e.freshness_s}
+
+
 @router.get("/metrics", tags=["service"], response_class=PlainTextResponse)
 def metrics(request: Request) -> PlainTextResponse:
     """Prometheus text: queries, errors, latencies, ingest rows, refresh lag per dynamic table."""
     server = _server(request)
     lag = server.with_cursor(describe.refresh_lag_s)
+    targets = server.with_cursor(_freshness_targets)
     duckdb_memory = server.with_cursor(describe.duckdb_memory)
     gauges: Gauges = {
         DYNAMIC_TABLE_LAG: {(("table", str(name)),): float(value) for name, value in lag.items()},
+        DYNAMIC_TABLE_TARGET: {(("table", name),): value for name, value in targets.items()},
         DUCKDB_MEMORY: {(("tag", tag),): float(used) for tag, used in duckdb_memory.items()},
         PYTHON_BLOCKS: {(): float(sys.getallocatedblocks())},
     }

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 from service.serve.core import Core
 from service.serve.metric_families import (
     SACCT_FAILURES,
+    SACCT_LAST_SUCCESS,
     SACCT_POLLS,
     SACCT_ROWS,
     SCRAPE_CONFIG_ERRORS,
@@ -244,6 +245,7 @@ class SacctLoop:
     ) -> None:
         self.core, self.stop, self.poll, self.interval_s = core, stop, poll, interval_s
         self.failures = 0
+        self.last_success: float | None = None  # when a poll last worked (epoch seconds)
         self._thread = threading.Thread(target=self._run, name="wanka-sacct", daemon=True)
 
     def start(self) -> SacctLoop:
@@ -272,6 +274,7 @@ class SacctLoop:
                 metrics.count(SACCT_POLLS, outcome="failed")
             else:
                 self.failures, wait = 0, self.interval_s
+                self.last_success = time.time()
                 metrics.count(SACCT_POLLS, outcome="ok")
                 for source, rows in (
                     ("sacct", polled.sacct_rows),
@@ -281,4 +284,7 @@ class SacctLoop:
             self.stop.wait(wait)
 
     def gauges(self) -> Gauges:
-        return {SACCT_FAILURES: {(): float(self.failures)}}
+        found: Gauges = {SACCT_FAILURES: {(): float(self.failures)}}
+        if self.last_success is not None:
+            found[SACCT_LAST_SUCCESS] = {(): self.last_success}
+        return found

@@ -198,6 +198,7 @@ class Server:
         return {
             **self.feeds.gauges(),
             **self.scheduler.gauges(),
+            **self.writer.gauges(),
             BUILD_INFO: {process.build_info(): 1.0},
             PROCESS_START: {(): process.start_time()},
             CONFIG_RELOAD_OK: {(): float(ok)},

@@ -9,16 +9,21 @@ seen (a first batch of requests arrives at once, one per shard of the sender).
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, BinaryIO
+
+import pyarrow.compute as pc
 
 from service.serve.auth import require
 from service.serve.core import Core, Cursor
 from service.serve.metric_families import (
     INGEST_REJECTS,
     INGEST_ROWS,
+    REMOTE_WRITE_LAG,
     REMOTE_WRITE_NOT_STORED,
     REMOTE_WRITE_SAMPLES,
 )
+from service.serve.metrics import Gauges
 from service.serve.remote_write import GroupCommit
 from service.serve.settings import ServeSettings
 from service.serve.writes import WriterBusy
@@ -36,6 +41,7 @@ class Writer:
         self._core = core
         self._series: SeriesCache | None = None  # remote_write's label sets seen
         self._group_commit: GroupCommit | None = None  # remote_write's writer thread
+        self.lag_s: float | None = None  # newest sample's age when its batch committed
         self._setup = threading.Lock()
 
     def start(self) -> None:
@@ -45,6 +51,10 @@ class Writer:
         """Refuse new remote_writes; those queued are still stored and answered."""
         if self._group_commit is not None:
             self._group_commit.close()
+
+    def gauges(self) -> Gauges:
+        """The remote_write lag for /metrics (once a batch was stored)."""
+        return {} if self.lag_s is None else {REMOTE_WRITE_LAG: {(): self.lag_s}}
 
     def apply(self, settings: ServeSettings) -> None:
         """New limits (`Core.limits`) bound the waits of the writes that start after them."""
@@ -105,6 +115,9 @@ class Writer:
         core = self._core
         with core.writes.hold(rows, core.limits.timeout_s):
             stored = core.with_cursor(lambda cur: append(cur, rows, cache=self._series))
+        newest = pc.max(rows.samples["ts"]).as_py() if rows.samples.num_rows else None
+        if newest is not None:  # how far behind the scrape the store is, when it committed
+            self.lag_s = (datetime.now(UTC) - newest).total_seconds()
         for table, count in (("gpu_metrics", stored.gpu), ("prom_samples", stored.other)):
             core.metrics.count(REMOTE_WRITE_SAMPLES, count, table=table)
         for reason, count in (

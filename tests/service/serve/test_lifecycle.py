@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from tests.conftest import REPO, invoke_wanka
+from tests.warehouse.remote_write.support import body
 from tests.service.http.test_serve_process import free_port
 
 pytestmark = pytest.mark.slow
@@ -177,6 +178,21 @@ def test_metrics_pass_promtool(serving: Serving) -> None:
     assert checked.returncode == 0, checked.stdout + checked.stderr
     started = serving.metric("process_start_time_seconds")
     assert time.time() - 600 < started < time.time()
+
+
+def test_metrics_say_the_feed_lag_and_the_freshness_targets(serving: Serving) -> None:
+    now_ms = int(time.time() * 1000)
+    sent = body([([("__name__", "DCGM_FI_DEV_GPU_TEMP"), ("Hostname", "n1"), ("gpu", "0")],
+                  [(now_ms - 3000, 40.0)])])  # fmt: skip
+    headers = {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf"}
+    stored = httpx.post(
+        f"{serving.url}/api/v1/write", content=sent, headers=headers, auth=ADMIN, timeout=30
+    )
+    assert stored.status_code == 204, stored.text
+    assert 3.0 <= serving.metric("wanka_remote_write_lag_seconds") < 60
+    text = httpx.get(f"{serving.url}/metrics", auth=ADMIN, timeout=10).text
+    targets = [x for x in text.splitlines() if x.startswith("wanka_dynamic_table_freshness")]
+    assert targets and all(float(x.split()[1]) > 0 for x in targets)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
