@@ -21,8 +21,8 @@ import httpx
 import pytest
 
 from tests.conftest import REPO, invoke_wanka
-from tests.warehouse.remote_write.support import body
 from tests.service.http.test_serve_process import free_port
+from tests.warehouse.remote_write.support import body
 
 pytestmark = pytest.mark.slow
 ADMIN, READER = ("ada", "pw-a"), ("ann", "pw-r")
