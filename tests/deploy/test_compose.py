@@ -69,7 +69,8 @@ def test_four_services_on_named_volumes(model: dict[str, Any]) -> None:
     }
     wanka = services["wanka"]
     assert wanka["build"] == {"context": str(REPO), "dockerfile": "deploy/docker/Dockerfile"}
-    assert mounts(wanka) == {"/var/lib/wanka": "wanka-data", "/etc/wanka/wanka.yml": str(CONTAINER_CONFIG)}
+    config = {"/etc/wanka/wanka.yml": str(CONTAINER_CONFIG)}
+    assert mounts(wanka) == {"/var/lib/wanka": "wanka-data", **config}
     assert {port["target"] for port in wanka["ports"]} == {8080, 5433}
 
 
