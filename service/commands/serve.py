@@ -55,18 +55,40 @@ def run_server(
     banner: Callable[[str], None] | None = None,
     reload_flags: dict[str, Any] | None = None,
 ) -> None:
-    """Open `settings.db`, serve it until SIGTERM or SIGINT, then close everything in order.
-    `banner(url)` prints what a person needs to reach it (the demo's reader) once it listens.
-    With `settings.config_file`, SIGHUP and `POST /-/reload` reread it under `reload_flags`."""
+    """Serve `settings.db` until SIGTERM or SIGINT, then close everything in order.
+
+    HTTP listens first and answers `/-/ready` 503 while the database opens and migrates and
+    the parts start (service/serve/lifecycle.py). `banner(url)` prints what a person needs to
+    reach it (the demo's reader) once it serves. With `settings.config_file`, SIGHUP and
+    `POST /-/reload` reread it under `reload_flags`."""
     from service.http import create_app
 
     logs.configure(settings.log)
+    if settings.tls is not None:
+        settings.tls.context()  # a wrong certificate or key fails here, before anything listens
     memory.limit_arenas()  # before the threads start: see service/serve/memory.py
     memory.use_jemalloc_for_arrow()
     trimmer = memory.Trimmer().start()
-    server = Server(settings.db, limits=settings.limits)
-    host, tls = settings.host, settings.tls
+    app = create_app(None, pgwire=bool(settings.pg_port))
     try:
+        lifecycle.serve_http(
+            app, settings, lambda: _open(app, settings, banner, reload_flags or {})
+        )
+    finally:
+        trimmer.stop()
+
+
+def _open(
+    app: Any,
+    settings: ServeSettings,
+    banner: Callable[[str], None] | None,
+    reload_flags: dict[str, Any],
+) -> lifecycle.Opened:
+    """Open the database and start everything that serves it; what to close at the stop."""
+    server = Server(settings.db, limits=settings.limits)
+    pg = None
+    try:
+        host = settings.host
         users_exist = server.any_users()
         local = is_loopback(host)
         if not local and not users_exist:
@@ -74,41 +96,37 @@ def run_server(
                 f"binding to {host} (not loopback) needs users: add one first with "
                 "`wanka user add NAME --role reader --password-stdin`"
             )
-        if tls is not None:
-            tls.context()  # a wrong certificate or key fails here, before anything listens
-        elif not local:
+        if settings.tls is None and not local:
             click.echo(
                 f"warning: serving {host} without TLS: passwords and results cross the network "
                 "in clear text; give --tls-cert and --tls-key",
                 err=True,
             )
         pg = _start_pgwire(server, settings, settings.pg_port) if settings.pg_port else None
-        app = create_app(server, open_locally=local and not users_exist, pgwire=pg is not None)
+        app.state.open_locally = local and not users_exist
         if settings.config_file is not None:
             app.state.reloader = Reloader(
-                server, Path(settings.config_file), reload_flags or {}, settings.db
+                server, Path(settings.config_file), reload_flags, settings.db
             )
         server.start(settings)  # the scheduler, then the live feeds
-        for line in server.feeds.describe():
-            click.echo(line)
-        url = f"{'https' if tls else 'http'}://{host}:{settings.port}"
-        click.echo(f"HTTP:             {url}  (OpenAPI: {url}/docs)")
-        if not users_exist:
-            click.echo(
-                "no users yet: local callers act as admin without credentials; "
-                "add users with `wanka user add`"
-            )
-        if banner is not None:
-            banner(url)
-        try:
-            lifecycle.serve_http(app, settings, server, pg, getattr(app.state, "reloader", None))
-        finally:
-            if pg is not None:
-                pg.stop(grace_s=settings.shutdown_grace_s)
-    finally:
-        server.state = "stopping"
+    except BaseException:
+        if pg is not None:
+            pg.stop()
         server.close()
-        trimmer.stop()
+        raise
+    for line in server.feeds.describe():
+        click.echo(line)
+    url = f"{'https' if settings.tls else 'http'}://{host}:{settings.port}"
+    click.echo(f"HTTP:             {url}  (OpenAPI: {url}/docs)")
+    if not users_exist:
+        click.echo(
+            "no users yet: local callers act as admin without credentials; "
+            "add users with `wanka user add`"
+        )
+    if banner is not None:
+        banner(url)
+    app.state.server = server  # from here, the faces serve (the start-up gate opens)
+    return lifecycle.Opened(server, pg, getattr(app.state, "reloader", None))
 
 
 @click.command()

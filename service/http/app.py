@@ -14,7 +14,7 @@ from typing import Any
 import anyio.to_thread
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 
 from service.http import (
     fastpath,
@@ -47,11 +47,14 @@ STATUS: tuple[tuple[type[BaseException], int], ...] = (
 )
 
 
-def create_app(server: Server, *, open_locally: bool = False, pgwire: bool = False) -> FastAPI:
+def create_app(
+    server: Server | None, *, open_locally: bool = False, pgwire: bool = False
+) -> FastAPI:
     """The HTTP face of `server`.
 
     `open_locally`: let calls without credentials in as a local admin (only for a loopback
-    server that has no users at all).
+    server that has no users at all). With no server yet (`wanka serve` opening the database),
+    every request but `/-/healthy` answers 503 until `app.state.server` is set.
     """
     app = App(
         lifespan=_lifespan,
@@ -91,9 +94,34 @@ class App(FastAPI):
     """FastAPI with `POST /v1/query` answered first, outside its middleware (fastpath.py)."""
 
     def build_middleware_stack(self) -> Any:
-        return fastpath.FastQuery(
+        stack = fastpath.FastQuery(
             super().build_middleware_stack(), routes_query.fast_query, error_response
         )
+        return Starting(stack, self.state)
+
+
+class Starting:
+    """ASGI gate in front of everything: until the app has its server, `/-/healthy` answers
+    200 and any other request 503 (`/-/ready` says "starting")."""
+
+    def __init__(self, app: Any, state: Any) -> None:
+        self.app, self.state = app, state
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or getattr(self.state, "server", None) is not None:
+            await self.app(scope, receive, send)
+            return
+        if scope["path"] == "/-/healthy":
+            answer: Any = PlainTextResponse("wanka is Healthy.\n")
+        elif scope["path"] == "/-/ready":
+            answer = PlainTextResponse("wanka is not ready: starting.\n", status_code=503)
+        else:
+            answer = JSONResponse(
+                {"error": "wanka is starting: the database is being opened"},
+                status_code=503,
+                headers={"Retry-After": "5"},
+            )
+        await answer(scope, receive, send)
 
 
 async def error_response(request: Request, error: Exception) -> JSONResponse:

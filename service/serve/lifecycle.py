@@ -3,6 +3,8 @@
 - **SIGHUP** rereads the configuration file (service/config/reload.py), on a thread of its own;
   without a file it is logged and ignored, never fatal (a unit's `ExecReload=kill -HUP` must not
   stop the service).
+- **Start-up**: HTTP listens at once; until the database is open and migrated and the parts
+  have started, `/-/healthy` answers 200 and everything else 503 (`/-/ready` included).
 - **SIGTERM** and **SIGINT**: `/-/ready` turns 503 at once; the HTTP server stops accepting and
   waits up to `shutdown.grace_period` for the requests in flight, then cancels them (uvicorn's
   graceful shutdown); the PostgreSQL endpoint stops accepting and waits as long for its running
@@ -21,6 +23,7 @@ import logging
 import signal
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -47,28 +50,39 @@ class _Server(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-def serve_http(
-    app: Any, settings: ServeSettings, server: Server, pg: Any, reloader: Reloader | None
-) -> None:
-    """Run the HTTP server on this thread until a stop signal, then return (see above)."""
+@dataclass
+class Opened:
+    """What the opening started, to stop in order at the end."""
+
+    server: Server
+    pg: Any  # service.pgwire.Handle, or None
+    reloader: Reloader | None
+
+
+def serve_http(app: Any, settings: ServeSettings, opener: Callable[[], Opened]) -> None:
+    """Serve HTTP on this thread while `opener` opens the database on another (the start-up
+    gate answers 503 meanwhile: service/http/app.py); on a stop signal, stop as above. An error
+    of the opening stops the server and is raised here once it stopped."""
+    opened: list[Opened] = []
+    failed: list[BaseException] = []
 
     def stopping(sig: int) -> None:
-        if server.state != "stopping":
-            log.info("stopping: %s received", signal.Signals(sig).name, extra={"signal": sig})
-        server.state = "stopping"
-        if pg is not None:  # stop accepting now; the statements running get the grace period
-            threading.Thread(
-                target=pg.stop, kwargs={"grace_s": settings.shutdown_grace_s}, daemon=True
-            ).start()
+        log.info("stopping: %s received", signal.Signals(sig).name, extra={"signal": sig})
+        for each in opened:
+            each.server.state = "stopping"
+            if each.pg is not None:  # stop accepting now; running statements get the grace
+                threading.Thread(
+                    target=each.pg.stop, kwargs={"grace_s": settings.shutdown_grace_s}, daemon=True
+                ).start()
 
     def hangup(sig: int, frame: FrameType | None) -> None:
+        reloader = opened[0].reloader if opened else None
         if reloader is None:
             log.warning("SIGHUP received, but wanka serve was started without --config")
             return
         log.info("SIGHUP received: rereading %s", settings.config_file)
         reloader.in_background()
 
-    previous = _install(hangup)
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -79,11 +93,31 @@ def serve_http(
         ssl_certfile=str(settings.tls.cert) if settings.tls else None,
         ssl_keyfile=str(settings.tls.key) if settings.tls else None,
     )
+    http = _Server(config, stopping)
+
+    def open_all() -> None:
+        try:
+            opened.append(opener())
+        except BaseException as error:  # raised again on the main thread below
+            failed.append(error)
+            http.should_exit = True
+
+    opening = threading.Thread(target=open_all, name="wanka-open", daemon=True)
+    previous = _install(hangup)
     try:
-        _Server(config, stopping).run()
+        opening.start()
+        http.run()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        opening.join()  # an opening under way finishes before anything closes
+        for each in opened:
+            each.server.state = "stopping"
+            if each.pg is not None:
+                each.pg.stop(grace_s=settings.shutdown_grace_s)
+            each.server.close()
+    if failed:
+        raise failed[0]
 
 
 def _install(hangup: Any) -> dict[int, Any]:
