@@ -27,6 +27,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def came_up(process: subprocess.Popen[str], url: str, within_s: float = 60) -> bool:
+    """Whether `url` answered 200 within `within_s` while `process` ran."""
+    deadline = time.monotonic() + within_s
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)  # polling for start-up, not timing anything
+    return False
+
+
 @dataclass
 class Running:
     url: str
@@ -68,17 +81,10 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            output = process.stdout.read() if process.stdout else ""
-            pytest.fail(f"wanka serve did not come up: {output}")
-        time.sleep(0.05)  # polling for start-up, not timing anything
+    if not came_up(process, f"{url}/healthz"):
+        process.kill()
+        output = process.stdout.read() if process.stdout else ""
+        pytest.fail(f"wanka serve did not come up: {output}")
     try:
         yield Running(url, made.stdout.strip(), process)
     finally:

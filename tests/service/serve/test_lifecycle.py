@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests.conftest import REPO, invoke_wanka
-from tests.service.http.test_serve_process import free_port
+from tests.service.http.test_serve_process import came_up, free_port
 from tests.warehouse.remote_write.support import body
 
 pytestmark = pytest.mark.slow
@@ -87,17 +87,10 @@ def _start(folder: Path, *extra_args: str, users: bool = True, grace: str = "20s
             text=True,
         )
     url = f"http://127.0.0.1:{http}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                return Serving(url, config, process, log)
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"wanka serve did not come up: {log.read_text()}")
-        time.sleep(0.2)
+    if not came_up(process, f"{url}/-/ready"):
+        process.kill()
+        pytest.fail(f"wanka serve did not come up: {log.read_text()}")
+    return Serving(url, config, process, log)
 
 
 def _stop(serving: Serving, sig: int) -> int:
@@ -260,15 +253,7 @@ def test_sighup_without_a_file_is_not_fatal(tmp_path: Path) -> None:
     )
     url = f"http://127.0.0.1:{http}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None and time.monotonic() < deadline
-            time.sleep(0.2)
+        assert came_up(process, f"{url}/-/ready")
         process.send_signal(signal.SIGHUP)
         time.sleep(1.0)
         assert httpx.get(f"{url}/-/healthy", timeout=5).status_code == 200
