@@ -165,6 +165,7 @@ async def get_query(
     max_rows: Annotated[int | None, Query(ge=0, le=2**62)] = None,
     timeout_s: Annotated[float | None, Query(gt=0, le=86_400)] = None,
     params: Annotated[str | None, Query(description="A JSON array or object.")] = None,
+    schema: Annotated[str | None, Query(max_length=1000)] = None,
 ) -> Response:
     """The same as POST, with the query in the URL (`params` as JSON text)."""
     values = None
@@ -176,7 +177,12 @@ async def get_query(
         if not isinstance(values, (list, dict)):
             raise UserError("params must be a JSON array or object")
     query = QueryRequest(
-        sql=sql, params=values, format=format, max_rows=max_rows, timeout_s=timeout_s
+        sql=sql,
+        params=values,
+        format=format,
+        max_rows=max_rows,
+        timeout_s=timeout_s,
+        schema=schema,
     )
     request.state.sql = query.sql
     return await off_loop(request, answer, request.app.state.server, user, query)

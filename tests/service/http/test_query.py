@@ -302,3 +302,11 @@ def test_an_analysis_takes_its_format_from_the_url_too(served: Served) -> None:
     refused = served.client.post(path, json={"format": "json"}, auth=auth)
     assert refused.status_code == 400 and "in the body" in refused.json()["error"]
 
+
+def test_get_takes_a_schema_as_post_does(served: Served) -> None:
+    """The docs said GET takes what POST's body does; it had no `schema`."""
+    sql = "SELECT count(*) AS n FROM dynamic_tables"
+    auth = served.auth("reader")
+    found = served.client.get("/v1/query", params={"sql": sql, "schema": "wanka"}, auth=auth)
+    assert found.status_code == 200 and found.json()["rows"][0][0] >= 1, found.text
+    assert served.client.get("/v1/query", params={"sql": sql}, auth=auth).status_code == 400
