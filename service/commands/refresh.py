@@ -1,4 +1,5 @@
-"""`wanka refresh [NAME] [--full]`: refresh the named dynamic table, or every one that is due."""
+"""`wanka refresh [NAME] [--full]`: bring the named dynamic table up to date (the dynamic tables it
+reads first), or every one that is due or whose sources changed."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ def refresh(
     master: str | None,
     remote: str | None,
 ) -> None:
-    """Refresh dynamic table NAME (even while a failure backs off), or every due one, once.
+    """Refresh dynamic table NAME now, after the dynamic tables it reads (even while a failure
+    backs off; --full recomputes NAME alone); with no NAME, every table that is due or whose
+    sources changed since its last refresh, in dependency order.
 
     Prints one line per table: what the refresh did, or why it failed or was skipped. Exits 1
     when any refresh failed. With --engine spark --lake DIR, the dynamic tables of the lake
@@ -44,14 +47,14 @@ def refresh(
         cur = opened.cursor()
         try:
             tiers.fold(cur)  # the downsampling tiers first: they follow every batch
-            outcomes = run_due(cur, name=name, full=full)
+            outcomes = run_due(cur, name=name, full=full, changed=name is None)
             lines = [describe(o, seconds(cur, o)) for o in outcomes]
         finally:
             cur.close()
     for line in lines:
         click.echo(line)
     if not outcomes:
-        click.echo("no dynamic table is due")
+        click.echo("nothing to refresh: no dynamic table is due or has changed sources")
     failed = [o.name for o in outcomes if isinstance(o, Failed)]
     if failed:
         raise WankaError(f"{len(failed)} of {len(outcomes)} refreshes failed: {', '.join(failed)}")

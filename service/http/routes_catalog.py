@@ -77,7 +77,8 @@ def refresh(
     user: Annotated[User, Depends(current_user)],
     full: bool = False,
 ) -> list[RefreshOutcome]:
-    """Refresh one dynamic table now (incrementally where its plan allows, or `full`)."""
+    """Refresh one dynamic table now, after the dynamic tables it reads (incrementally where
+    each plan allows; `full` recomputes the named one): one outcome per table, upstream first."""
     server = _server(request)
     known = {t["name"] for t in server.with_cursor(describe.list_dynamic_tables)}
     if name not in known:

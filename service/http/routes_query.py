@@ -16,6 +16,7 @@ from service.http.fastpath import parse
 from service.http.models import Error, Format, QueryRequest, QueryResponse
 from service.http.quick import LOOP_S, QUICK, LoopShare
 from service.http.stream import MEDIA_TYPES, RENDERERS, read_head
+from service.http.url_options import with_url_options
 from service.http.workers import off_loop
 from service.serve.server import Server
 from service.serve.session import ClientGone, Moved, Session
@@ -25,6 +26,7 @@ from warehouse.query import search_path
 from warehouse.security.users import User
 
 router = APIRouter(tags=["query"])
+URL_SAYS = "As in the body, which it may replace; given in both, the two must be the same."
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": Error, "description": "Bad SQL or input."},
@@ -111,11 +113,16 @@ class SessionResponse(StreamingResponse):
                 self.content.close()
 
 
+#: The options a POST may give in its URL as GET does (service/http/url_options.py).
+URL_OPTIONS = ("format", "max_rows", "timeout_s", "schema")
+
+
 async def fast_query(request: Request, body: bytes) -> Response | None:
     """`POST /v1/query` from `service.http.fastpath`: None leaves it to the route below."""
     query = parse(body, QueryRequest)
     if query is None:
         return None
+    query = with_url_options(query, request.query_params, URL_OPTIONS)
     request.state.sql = query.sql  # an error's position is in this text (app._error)
     user = await current_user(request)
     server = request.app.state.server
@@ -132,9 +139,19 @@ async def fast_query(request: Request, body: bytes) -> Response | None:
 
 @router.post("/v1/query", responses={**RESULT, **ERRORS}, summary="Run SQL")
 async def post_query(
-    query: QueryRequest, request: Request, user: Annotated[User, Depends(current_user)]
+    query: QueryRequest,
+    request: Request,
+    user: Annotated[User, Depends(current_user)],
+    format: Annotated[Format | None, Query(description=URL_SAYS)] = None,
+    max_rows: Annotated[int | None, Query(ge=0, le=2**62, description=URL_SAYS)] = None,
+    timeout_s: Annotated[float | None, Query(gt=0, le=86_400, description=URL_SAYS)] = None,
+    schema: Annotated[str | None, Query(max_length=1000, description=URL_SAYS)] = None,
 ) -> Response:
-    """Run one statement (readers) or a script (writers, admins) and stream its last result."""
+    """Run one statement (readers) or a script (writers, admins) and stream its last result.
+
+    The options may be given in the URL instead of the body (`?format=csv`), as GET takes them;
+    one given in both must be the same."""
+    query = with_url_options(query, request.query_params, URL_OPTIONS)  # validated above
     request.state.sql = query.sql
     return await off_loop(request, answer, request.app.state.server, user, query)
 
@@ -148,6 +165,7 @@ async def get_query(
     max_rows: Annotated[int | None, Query(ge=0, le=2**62)] = None,
     timeout_s: Annotated[float | None, Query(gt=0, le=86_400)] = None,
     params: Annotated[str | None, Query(description="A JSON array or object.")] = None,
+    schema: Annotated[str | None, Query(max_length=1000)] = None,
 ) -> Response:
     """The same as POST, with the query in the URL (`params` as JSON text)."""
     values = None
@@ -159,7 +177,12 @@ async def get_query(
         if not isinstance(values, (list, dict)):
             raise UserError("params must be a JSON array or object")
     query = QueryRequest(
-        sql=sql, params=values, format=format, max_rows=max_rows, timeout_s=timeout_s
+        sql=sql,
+        params=values,
+        format=format,
+        max_rows=max_rows,
+        timeout_s=timeout_s,
+        schema=schema,
     )
     request.state.sql = query.sql
     return await off_loop(request, answer, request.app.state.server, user, query)

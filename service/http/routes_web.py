@@ -9,13 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.http.auth import current_user
 from service.http.models import Format, QueryRequest
-from service.http.routes_query import answer
+from service.http.routes_query import URL_SAYS, answer
+from service.http.url_options import with_url_options
 from service.serve.server import Server
 from warehouse.analyses import all_analyses, analysis_named
 from warehouse.analyses.params import bind
@@ -85,9 +86,16 @@ def analyses(user: Annotated[User, Depends(current_user)]) -> list[dict[str, Any
 
 @router.post("/v1/analyses/{name}", summary="Run a shipped analysis")
 def run(
-    name: str, body: AnalysisRun, request: Request, user: Annotated[User, Depends(current_user)]
+    name: str,
+    body: AnalysisRun,
+    request: Request,
+    user: Annotated[User, Depends(current_user)],
+    format: Annotated[Format | None, Query(description=URL_SAYS)] = None,
+    max_rows: Annotated[int | None, Query(ge=0, le=2**62, description=URL_SAYS)] = None,
 ) -> Response:
-    """Run analysis `name` as the calling user, with its parameters given as text."""
+    """Run analysis `name` as the calling user, with its parameters given as text; `format` and
+    `max_rows` may be given in the URL instead of the body (the same in both, if in both)."""
+    body = with_url_options(body, request.query_params, ("format", "max_rows"))
     analysis = analysis_named(name)
     values = bind(analysis.params, body.params, name)
     query = QueryRequest(sql=analysis.sql, params=values or None, format=body.format)

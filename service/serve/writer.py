@@ -131,7 +131,8 @@ class Writer:
     def refresh(
         self, user: User, name: str, *, full: bool = False
     ) -> list[tuple[Outcome, float | None]]:
-        """Refresh dynamic table `name` now; each outcome with its duration in seconds."""
+        """Refresh dynamic table `name` now, after the dynamic tables it reads; each outcome
+        with its duration in seconds, upstream first."""
         from warehouse.dynamic.schedule import run_due, seconds
         from warehouse.tsdb import tiers
 

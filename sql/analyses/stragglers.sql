@@ -10,6 +10,8 @@
 -- distance from its window's median): one window's 4–8 peers are too few to measure it, and a
 -- job whose GPUs differ by chance (inference replicas taking uneven traffic) is not a lock-step
 -- job held back by one GPU. A straggler is a run of at least $min_windows such windows in a row.
+-- A GPU window with no SM activity at all is not judged: the job left that GPU idle
+-- (idle_gpu_jobs lists it), it did not slow down.
 --
 -- Parameters:
 --   $min_windows          INTEGER = 3     windows in a row below the job's peers

@@ -6,7 +6,9 @@
 --                    window's median over all the job's windows. A window's MAD of 4–8 peers is
 --                    too noisy a yardstick: an inference pod whose replicas take uneven traffic
 --                    would otherwise show a 'straggler' a few times a day at 10,000 GPUs, where a
---                    lock-step training job's GPUs stay within a few tenths of a percent
+--                    lock-step training job's GPUs stay within a few tenths of a percent. A
+--                    window where a GPU ran no kernel (SM activity 0) is not judged: that GPU
+--                    is idle, left unused by its job (idle_gpu_jobs' finding), not slow
 --   thermal_outlier  a GPU at least `threshold` °C hotter than the same model at the same power
 --                    (the model's temperature-on-power line in that window, plus the median
 --                    residual), 2 windows in a row
@@ -22,7 +24,7 @@ WITH now_ AS (
     FROM gpu_windows g
     JOIN job_gpus j ON j.host = g.host AND j.gpu = g.gpu
         AND g.w >= j.start_at AND (j.end_at IS NULL OR g.w < j.end_at)
-    WHERE g.sm_active IS NOT NULL
+    WHERE g.sm_active > 0  -- NULL: no profiling fields; 0: idle, not slow
 ), peers AS (
     SELECT *, median(v) OVER job_w AS med, count(*) OVER job_w AS peers
     FROM attributed WINDOW job_w AS (PARTITION BY job_id, w)

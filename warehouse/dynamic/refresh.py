@@ -46,7 +46,7 @@ from warehouse.jobs import attribution
 from warehouse.kernel.tables import TRACKED
 from warehouse.kernel.transactions import transaction
 
-__all__ = ["RefreshFailed", "catch_up", "refresh", "visible_table"]
+__all__ = ["RefreshFailed", "catch_up", "pending", "refresh", "visible_table"]
 
 
 class RefreshFailed(WankaError):
@@ -258,6 +258,18 @@ def refresh(
         mode = "full" if full else "incremental"
         failure = history.record_failure(cur, name, started, mode, message, data_timestamp)
         raise RefreshFailed(f"refresh of dynamic table {name} failed: {message}", failure) from None
+
+
+def pending(cur: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether a refresh of `name` now would find its sources changed since its watermark: new
+    batches, a logged update, delete or reload, rows its source dynamic tables' refreshes wrote,
+    or jobs and nodes the whole-node attribution has not followed yet. Reads only (the probe a
+    refresh starts with): what `wanka refresh` without a name asks of every dynamic table."""
+    dt = catalog.load(cur, name)
+    if "gpu_attribution" in dt.sources and attribution.out_of_sync(cur):
+        return True
+    probe = _probe(cur, dt, dml.compile(cur, dt.name, dt.plan))
+    return probe.high != dt.watermark or bool(probe.change or probe.reload)
 
 
 def catch_up(cur: duckdb.DuckDBPyConnection, names: Iterable[str]) -> None:

@@ -13,8 +13,15 @@ run's start, recorded in dynamic_tables.data_timestamp and refresh_history.data_
 A failed refresh counts in `failures` and is not retried before `next_attempt_at` = failure
 time + min(30 s × 2^(failures − 1), 1 h); a success resets both. Every table that reads a failed
 one, directly or not, gets state 'upstream_failed' and is skipped until the upstream refreshes
-again. `run_due` is a function of the catalog and the clock it is given; `wanka refresh` runs it
-once and `wanka serve` in a loop.
+again. `run_due` is a function of the catalog and the clock it is given; `wanka serve` runs it
+in a loop.
+
+A manual refresh brings data up to date now, whatever the freshness, as Snowflake's manual
+refresh does: `wanka refresh NAME` (and the HTTP endpoint) refreshes the dynamic tables NAME
+reads, directly or not, in dependency order, then NAME — ignoring their backoff, and skipping
+NAME when one of them fails; `wanka refresh` with no name (`changed=True`) refreshes the due
+tables and every table whose sources changed since its last refresh (`refresh.pending`, asked
+in dependency order, so a table sees what the refreshes before it in the run wrote).
 """
 
 from __future__ import annotations
@@ -26,11 +33,20 @@ import duckdb
 
 from warehouse.dynamic import catalog
 from warehouse.dynamic.history import RefreshResult, backoff
-from warehouse.dynamic.refresh import RefreshFailed, refresh
+from warehouse.dynamic.refresh import RefreshFailed, pending, refresh
 from warehouse.errors import UserError
 from warehouse.kernel.engine import Engine
 
-__all__ = ["Failed", "Outcome", "Skipped", "backoff", "describe", "run_due", "seconds"]
+__all__ = [
+    "Failed",
+    "Outcome",
+    "Skipped",
+    "backoff",
+    "describe",
+    "run_due",
+    "seconds",
+    "upstream",
+]
 
 
 @dataclass(frozen=True)
@@ -110,6 +126,31 @@ def _order(tables: dict[str, Entry]) -> list[str]:
     return order
 
 
+def upstream(sources: dict[str, tuple[str, ...]], name: str) -> list[str]:
+    """The dynamic tables `name` reads, directly or not, in dependency order (not `name`).
+
+    `sources` maps each dynamic table to the dynamic tables it reads.
+
+    >>> upstream({"a": (), "b": ("a",), "c": ("b", "a"), "d": ()}, "c")
+    ['a', 'b']
+    """
+    found: list[str] = []
+
+    def visit(each: str) -> None:
+        for source in sources.get(each, ()):
+            if source not in found and source != name:
+                visit(source)
+                found.append(source)
+
+    visit(name)
+    return found
+
+
+def upstream_of(con: duckdb.DuckDBPyConnection, name: str) -> list[str]:
+    """`upstream` of `name` as the catalog holds it (an unknown `name` reads nothing)."""
+    return upstream({n: e.sources for n, e in entries(con).items()}, name)
+
+
 def is_due(entry: Entry, now: datetime, next_pass_s: float = 0.0) -> bool:
     """Due on its own account: stale by the next pass (`next_pass_s` after `now`) plus a
     refresh's duration, never refreshed, or failed (retries wait for the backoff elsewhere).
@@ -147,16 +188,19 @@ def run_due(
     name: str | None = None,
     full: bool = False,
     next_pass_s: float = 0.0,
+    changed: bool = False,
 ) -> list[Outcome]:
-    """Refresh every table due at `now` (or only `name`, ignoring its backoff) once; a loop
-    that runs again in `next_pass_s` seconds refreshes what would be late by then.
+    """Refresh every table due at `now` once; a loop that runs again in `next_pass_s` seconds
+    refreshes what would be late by then. With `changed`, also every table whose sources
+    changed since its last refresh. With `name`, only `name` and the dynamic tables it reads,
+    those first, ignoring their backoff (`full` then applies to `name` alone).
 
     Failures are recorded and returned, never raised; an unknown `name` is a UserError.
     """
     if isinstance(target, Engine):
         cur = target.cursor()
         try:
-            return run_due(cur, now, name=name, full=full, next_pass_s=next_pass_s)
+            return run_due(cur, now, name=name, full=full, next_pass_s=next_pass_s, changed=changed)
         finally:
             cur.close()
     con = target
@@ -166,17 +210,21 @@ def run_due(
         name = catalog.check_name(name)
         if name not in tables:
             raise UserError(f"no dynamic table named {name}")
-        todo = [name]
+        todo = [*upstream({n: e.sources for n, e in tables.items()}, name), name]
+        wanted = set(todo)
     else:
-        todo = _due(tables, run_at, next_pass_s)
+        wanted = set(_due(tables, run_at, next_pass_s))
+        todo = _order(tables) if changed else [n for n in _order(tables) if n in wanted]
     bad: dict[str, str] = {}  # tables this run failed or skipped: why
     done: list[Outcome] = []
     for each in todo:
+        if each not in wanted and not pending(con, each):
+            continue  # asked only when `changed`: after the refreshes before it in the run
         entry = tables[each]
-        upstream = next((s for s in entry.sources if s in bad), None)
-        if upstream is not None and name is None:
-            _mark_upstream_failed(con, [each], upstream)
-            bad[each] = f"upstream {upstream} failed"
+        failed_source = next((s for s in entry.sources if s in bad), None)
+        if failed_source is not None:
+            _mark_upstream_failed(con, [each], failed_source)
+            bad[each] = f"upstream {failed_source} failed"
             done.append(Skipped(each, bad[each]))
             continue
         waiting = entry.next_attempt_at
@@ -186,7 +234,7 @@ def run_due(
             )
             done.append(Skipped(each, bad[each]))
             continue
-        outcome = _refresh_one(con, entry, run_at, full)
+        outcome = _refresh_one(con, entry, run_at, full and (name is None or each == name))
         if isinstance(outcome, Failed):
             bad[each] = outcome.error  # its readers are marked upstream_failed by the record
         done.append(outcome)

@@ -3,10 +3,13 @@
 DuckDB does not know them: `warehouse.parsing.script` recognises them by their leading tokens (and
 parses a CREATE into an `exp.Create`, whose properties and SELECT are taken from the tree);
 `warehouse.query.executor.execute` (and `shipped`, for the shipped tables) hands each here. Each
-statement returns one row: status, name, refresh_mode, reason, rows_inserted, rows_deleted.
+statement returns one row: status, name, refresh_mode, reason, rows_inserted, rows_deleted,
+upstream (for REFRESH, the dynamic tables it refreshed first and how, else NULL).
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 import duckdb
 import pyarrow as pa
@@ -16,6 +19,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 from warehouse.dynamic import catalog, chain, dml
 from warehouse.dynamic.plan import Full, parse_select, plan_query
 from warehouse.dynamic.refresh import refresh
+from warehouse.dynamic.schedule import upstream_of
 from warehouse.engines.portable import spark_columns
 from warehouse.errors import UserError
 from warehouse.kernel.transactions import transaction
@@ -35,17 +39,28 @@ def run(cur: duckdb.DuckDBPyConnection, statement: DynamicStatement) -> pa.Table
         words = [t.text.upper() for t in rest[1:]]
         if not rest or words not in ([], ["FULL"]):
             raise UserError("expected REFRESH DYNAMIC TABLE name [FULL]")
-        name = catalog.check_name(rest[0].text)
-        result = refresh(cur, name, full=words == ["FULL"])
-        return _row(
-            "refreshed",
-            name,
-            result.refresh_mode,
-            result.reason,
-            result.rows_inserted,
-            result.rows_deleted,
-        )
+        return refresh_with_upstream(cur, catalog.check_name(rest[0].text), words == ["FULL"])
     return drop(cur, rest)
+
+
+def refresh_with_upstream(cur: duckdb.DuckDBPyConnection, name: str, full: bool) -> pa.Table:
+    """REFRESH DYNAMIC TABLE name [FULL]: the dynamic tables `name` reads, directly or not, in
+    dependency order (incrementally), then `name`, all at one data timestamp — as `wanka
+    refresh NAME` does. One row, `name`'s, with `upstream` saying what was refreshed first; the
+    first failure is raised (recorded, and the tables after it left alone)."""
+    at = datetime.now(UTC)
+    before = [refresh(cur, each, data_timestamp=at) for each in upstream_of(cur, name)]
+    result = refresh(cur, name, full=full, data_timestamp=at)
+    said = ", ".join(f"{r.name}: {r.refresh_mode}" for r in before) or None
+    return _row(
+        "refreshed",
+        name,
+        result.refresh_mode,
+        result.reason,
+        result.rows_inserted,
+        result.rows_deleted,
+        upstream=said,
+    )
 
 
 def _row(
@@ -55,6 +70,7 @@ def _row(
     reason: str | None,
     inserted: int = 0,
     deleted: int = 0,
+    upstream: str | None = None,
 ) -> pa.Table:
     return pa.table(
         {
@@ -64,6 +80,7 @@ def _row(
             "reason": pa.array([reason], pa.string()),
             "rows_inserted": pa.array([inserted], pa.int64()),
             "rows_deleted": pa.array([deleted], pa.int64()),
+            "upstream": pa.array([upstream], pa.string()),
         }
     )
 

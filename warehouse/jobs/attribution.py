@@ -7,7 +7,8 @@ label) is derived from telemetry as it is stored: `warehouse.tsdb.job_labels`. H
 - `after_ingest`: after an ingest's rows are stored, in its transaction — a new `scontrol`
   capture of a job replaces that job's earlier scontrol rows, and the whole-node rows follow
   the jobs and nodes as they now are (`sync_whole_nodes`);
-- `sync_if_needed`: what every refresh of a table reading gpu_attribution calls first.
+- `sync_if_needed`: what every refresh of a table reading gpu_attribution calls first
+  (`out_of_sync` says, without writing, whether it would sync).
 """
 
 from __future__ import annotations
@@ -48,13 +49,25 @@ def sync_if_needed(cur: duckdb.DuckDBPyConnection) -> bool:
     """`sync_whole_nodes` when jobs, nodes or the other sources changed since it last ran (a
     few cheap reads otherwise); whether it ran. Every refresh of a table that reads
     gpu_attribution calls it first, so rows written by SQL are followed as ingested ones are."""
-    state = str(cur.execute(_SOURCES_STATE).fetchall()[0][0])
-    done = cur.execute("SELECT synced_to FROM wanka.attribution_state").fetchall()[0][0]
-    if state == done:
+    state = _unsynced(cur)
+    if state is None:
         return False
     sync_whole_nodes(cur)
     cur.execute("UPDATE wanka.attribution_state SET synced_to = ?", [state])
     return True
+
+
+def out_of_sync(cur: duckdb.DuckDBPyConnection) -> bool:
+    """Whether jobs, nodes or the other sources changed since `sync_whole_nodes` last ran, so
+    the next refresh of a table reading gpu_attribution would change its whole-node rows."""
+    return _unsynced(cur) is not None
+
+
+def _unsynced(cur: duckdb.DuckDBPyConnection) -> str | None:
+    """The sources' state when it differs from the one last synced to, else None."""
+    state = str(cur.execute(_SOURCES_STATE).fetchall()[0][0])
+    done = cur.execute("SELECT synced_to FROM wanka.attribution_state").fetchall()[0][0]
+    return None if state == done else state
 
 
 #: Per job and host, the rows whole-node information gives: every GPU of a host the job holds

@@ -7,12 +7,13 @@
         ...
     write_formats(cluster, Path("out"))   # the real file formats, for `wanka ingest`
 
-The pipeline is inventory → workload → scheduler → job log → telemetry plan → faults → step
-times (job_events 'step_time', which a slow GPU lengthens); every step draws from its own
-generator derived from `cfg.seed`, so a change in one step's draws leaves the others' alone.
-Inventory and job log are built eagerly (seconds at 10,000 GPUs); telemetry is generated batch
-by batch when iterated. `faults` injects faults with their ground truth and `nccl` the
-nccl-tests probes that see them, so the health rules can be scored; `truth` keeps what really
+The pipeline is inventory → workload → scheduler → job log → telemetry plan → faults → GPUs
+jobs leave idle → step times (job_events 'step_time', which a slow GPU lengthens); every step
+draws from its own generator derived from `cfg.seed`, so a change in one step's draws leaves
+the others' alone. Inventory and job log are built eagerly (seconds at 10,000 GPUs); telemetry
+is generated batch by batch when iterated. `faults` injects faults with their ground truth and
+`nccl` the nccl-tests probes that see them, so the health rules can be scored; `idle` draws the
+GPUs jobs hold and leave idle, for the waste analyses; `truth` keeps what really
 happened beside the files (`formats`: inventory CSV, dcgm-exporter text, sacct, scontrol,
 Parquet), so the warehouse's reading of them can be checked.
 """

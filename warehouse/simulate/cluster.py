@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
 
 from warehouse.simulate.config import SimConfig
 from warehouse.simulate.faults import draw_faults
+from warehouse.simulate.idle import draw_idle
 from warehouse.simulate.inventory import (
     build_inventory,
     clusters_table,
@@ -25,7 +26,9 @@ from warehouse.simulate.telemetry_plan import TelemetryPlan, build_plan, fault_s
 from warehouse.simulate.workload import generate_workload
 
 #: Tags that give each step of the pipeline a generator of its own.
-_INVENTORY, _WORKLOAD, _SCHEDULER, _JOBLOG, _TELEMETRY, _FAULTS, _NCCL, _STEP_TIMES = range(8)
+_INVENTORY, _WORKLOAD, _SCHEDULER, _JOBLOG, _TELEMETRY, _FAULTS, _NCCL, _STEP_TIMES, _IDLE = range(
+    9
+)
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,8 @@ def simulate_cluster(cfg: SimConfig) -> SimulatedCluster:
     if cfg.faults:
         space = fault_space(plan, work.nodes[plan.job_rows] > 1)
         plan = with_faults(plan, draw_faults(space, cfg.faults, rng(_FAULTS)))
+    slow_jobs = {f.job for f in plan.faults.truth if f.kind == "slow_gpu"}
+    plan = replace(plan, idle_gpus=draw_idle(plan, cfg, rng(_IDLE), spare=slow_jobs))
     # Step times last: a slow GPU slows its job, and drawing them changes nothing drawn before.
     slowed = [
         (int(plan.job_rows[f.job]), f.k0 * cfg.interval_s, f.k1 * cfg.interval_s, 1 - f.magnitude)

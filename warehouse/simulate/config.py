@@ -62,6 +62,12 @@ class SimConfig:
             `DCGM_FI_DRIVER_VERSION`), so the PromQL API and dashboards written for
             dcgm-exporter find them; off, `labels` holds the job labels alone (null on idle
             GPUs), the smaller column older simulations had.
+        idle_job_share: share of the window's single-host jobs whose GPUs all sit idle (0 %)
+            for as long as the job holds them: a notebook left open, a job stuck before its
+            first kernel (idle.py says why these rates).
+        idle_gpu_share: share of the window's other multi-GPU jobs that leave some of their
+            GPUs idle (a script that uses 1 of the 8 GPUs it asked for, a launcher that starts
+            fewer ranks than GPUs).
     """
 
     gpus: int = 10_000
@@ -77,6 +83,8 @@ class SimConfig:
     gpu_models_csv: Path | None = None
     job_labels: str = "hpc"
     exporter_labels: bool = True
+    idle_job_share: float = 0.03
+    idle_gpu_share: float = 0.05
 
     def __post_init__(self) -> None:
         _check_int("gpus", self.gpus, minimum=GPUS_PER_HOST, why="one host has 8 GPUs")
@@ -90,6 +98,10 @@ class SimConfig:
         _check_positive("target_load", self.target_load)
         _check_positive("fatal_xid_per_gpu_h", self.fatal_xid_per_gpu_h, allow_zero=True)
         _check_positive("nccl_probe_s", self.nccl_probe_s, allow_zero=True)
+        for name in ("idle_job_share", "idle_gpu_share"):
+            _check_positive(name, getattr(self, name), allow_zero=True)
+            if getattr(self, name) > 1:
+                raise InvalidConfig(f"{name} is a share: at most 1, got {getattr(self, name)}")
         if 0 < self.nccl_probe_s < 1:
             raise InvalidConfig(f"nccl_probe_s must be 0 or at least 1, got {self.nccl_probe_s}")
         if not isinstance(self.start, datetime):

@@ -8,6 +8,7 @@
       parquet/<table>.parquet                the eager tables
       parquet/gpu_metrics/part-NNNN.parquet  the telemetry, one part per batch
       truth/job_gpus.csv, job_usage.csv      what really ran where, and its telemetry (truth.py)
+      truth/idle_gpus.csv                    the GPUs jobs held and left idle (idle.py)
       manifest.json                          config, label keys, row counts, files
 
 Telemetry is generated once and each batch goes to its .prom file, its Parquet part and the
@@ -26,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from warehouse.simulate.idle import idle_summary
 from warehouse.simulate.prom import PromWriter
 from warehouse.simulate.sacct import write_sacct
 from warehouse.simulate.scontrol import write_scontrol
@@ -122,6 +124,7 @@ def write_formats(
                 "scontrol_jobs": scontrol_jobs,
                 "job_labels": {"mode": mode, "keys": LABEL_KEYS[mode]},
                 "exporter_labels": sorted(SCRAPE_KEYS) if cluster.config.exporter_labels else [],
+                "idle_gpus": idle_summary(cluster.telemetry, cluster.config),
                 "files": {
                     kind: [str(p.relative_to(out_dir)) for p in paths]
                     for kind, paths in files.items()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
+from warehouse.simulate.idle import CONTEXT_MIB, unused
 from warehouse.simulate.metrics import METRIC_INDEX, METRICS
 from warehouse.simulate.scrape_labels import LabelTexts
 from warehouse.simulate.tables import TS_TYPE
@@ -161,13 +162,18 @@ def _fill(
 ) -> None:
     """Write every field's (scrapes, GPUs) block into `out`; advance the energy counters."""
     z1, z2 = _noise(plan, k0, k1)
+    left_idle = unused(plan.idle_gpus, job)  # held by a job that never uses them (idle.py)
     busy = job < len(plan.job_k0)
+    if left_idle is not None:
+        busy &= ~left_idle
     util = plan.util_mean[job] + plan.util_sd[job] * z1
     np.clip(util, plan.util_min[job], 100, out=util)
     for s0, s1, j in plan.saves[(plan.saves[:, 0] < k1) & (plan.saves[:, 1] > k0)].tolist():
         # A synchronous checkpoint save stalls the GPUs: utilisation drops to a few percent.
         rows, cols = slice(max(s0, k0) - k0, min(s1, k1) - k0), plan.job_cols[j]
         util[rows, cols] = np.maximum(util[rows, cols] * F32(0.04), 1)
+    if left_idle is not None:
+        util[left_idle] = 0
     np.rint(util, out=util)
     load = util * F32(0.01)
 
@@ -180,6 +186,8 @@ def _fill(
         power[rows, col] = idle[col] + (power[rows, col] - idle[col]) * F32(factor)
     temp = plan.ambient + (F32(45) / tdp) * power + F32(0.4) * z2
     fb_used = np.rint(plan.fb_frac[job] * (plan.fb_total - plan.fb_reserved))
+    if left_idle is not None:
+        fb_used[left_idle] = CONTEXT_MIB
     throttle = np.clip((power / tdp - F32(0.8)) * F32(5), 0, 1)
     clock = np.where(busy, plan.clock_max * (1 - F32(0.12) * throttle), plan.clock_idle)
     sm_active = load * plan.sm_eff[job]

@@ -81,6 +81,8 @@ class TelemetryPlan:
     sbe0: np.ndarray
     dbe0: np.ndarray
     faults: Faults = field(default_factory=Faults.none)  # injected (SimConfig.faults)
+    # (window job, column, kind) rows: GPUs their job leaves idle (idle.py)
+    idle_gpus: np.ndarray = field(default_factory=lambda: np.empty((0, 3), dtype=np.int64))
 
     @property
     def columns(self) -> int:

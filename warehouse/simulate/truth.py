@@ -4,6 +4,8 @@
     truth/job_usage.csv  job_id, gpus, samples, util_pct, power_w
     truth/faults.csv     kind, host, gpu, job_id, start_at, end_at, magnitude, detail (only
                          with SimConfig.faults; see faults.py)
+    truth/idle_gpus.csv  job_id, host, gpu, kind, samples, idle_s: the GPUs jobs left idle
+                         (see idle.py)
 
 `job_gpus`: one row per job and GPU it held during at least one scrape, from the schedule the
 telemetry was drawn from. The interval is half-open and covers exactly the scrapes the job held
@@ -28,6 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from warehouse.simulate.faults import truth_table
+from warehouse.simulate.idle import held, idle_table
 from warehouse.simulate.metrics import METRIC_INDEX
 from warehouse.simulate.tables import TS_TYPE
 from warehouse.simulate.telemetry_plan import TelemetryPlan
@@ -58,9 +61,11 @@ class JobUsage:
         self.samples = np.zeros(bins, dtype=np.int64)
         self.util_sum = np.zeros(bins, dtype=np.float64)
         self.power_mw_sum = np.zeros(bins, dtype=np.float64)
+        self.idle_samples = np.zeros(len(plan.idle_gpus), dtype=np.int64)  # per idle row
 
     def observe(self, job: np.ndarray, values: np.ndarray) -> None:
         """Add one batch: `job` (scrapes, GPUs) and `values` (fields, scrapes, GPUs)."""
+        self.idle_samples += held(self.plan.idle_gpus, job).sum(axis=0)
         index = job.ravel()
         bins = len(self.samples)
         self.samples += np.bincount(index, minlength=bins)
@@ -110,13 +115,16 @@ def job_gpus_table(plan: TelemetryPlan, job_ids: list[str]) -> pa.Table:
 def write_truth(
     plan: TelemetryPlan, usage: JobUsage, job_ids: list[str], folder: Path
 ) -> list[Path]:
-    """Write job_gpus.csv, job_usage.csv (and faults.csv) under `folder`; returns their paths."""
-    paths = [folder / "job_gpus.csv", folder / "job_usage.csv"]
+    """Write job_gpus.csv, job_usage.csv, idle_gpus.csv (and faults.csv) under `folder`;
+    returns their paths."""
+    paths = [folder / "job_gpus.csv", folder / "job_usage.csv", folder / "idle_gpus.csv"]
     pacsv.write_csv(_iso(job_gpus_table(plan, job_ids)), paths[0])
     pacsv.write_csv(usage.table(job_ids), paths[1])
+    interval_s = plan.interval_us / 1e6
+    pacsv.write_csv(idle_table(plan, usage.idle_samples, job_ids, interval_s), paths[2])
     if plan.faults.truth:
         paths.append(folder / "faults.csv")
-        pacsv.write_csv(_iso(faults_table(plan, job_ids)), paths[2])
+        pacsv.write_csv(_iso(faults_table(plan, job_ids)), paths[-1])
     return paths
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow.ipc as ipc
@@ -180,3 +181,132 @@ def test_refusal_says_permission_denied(served: Served) -> None:
     assert response.status_code == 403
     assert body["error"].startswith("permission denied: ") and "CREATE is refused" in body["error"]
     assert body["sqlstate"] == "42501"
+
+
+# -- options in the URL of a POST ----------------------------------------------------------------
+
+SMALL = "SELECT range AS i FROM range(3)"
+VENDOR_JSON = "application/vnd.api+json"  # JSON to FastAPI, not to the fast path
+
+
+@pytest.fixture
+def fast(served: Served, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[str]]]:
+    """A client of an app whose fast path (service/http/fastpath.py) notes what it did with each
+    request: 'answered', 'raised' (an error it words itself) or 'left' (to the route)."""
+    from fastapi.testclient import TestClient
+
+    from service.http import create_app, routes_query
+
+    seen: list[str] = []
+    real = routes_query.fast_query
+
+    async def noting(request: Any, body: bytes) -> Any:
+        try:
+            response = await real(request, body)
+        except Exception:
+            seen.append("raised")
+            raise
+        seen.append("left" if response is None else "answered")
+        return response
+
+    monkeypatch.setattr(routes_query, "fast_query", noting)  # taken when the app first serves
+    with TestClient(create_app(served.server), raise_server_exceptions=False) as client:
+        yield client, seen
+
+
+def post(served: Served, fast: tuple[Any, list[str]], path: str, body: Any, via: str) -> Any:
+    """POST `body` as JSON: as application/json the fast path answers it (checked); as a JSON
+    media type of a vendor's the FastAPI route does, which reads it the same."""
+    client, seen = fast
+    if via == "route":
+        headers = {"content-type": VENDOR_JSON}
+        done = client.post(
+            path, content=json.dumps(body), headers=headers, auth=served.auth("reader")
+        )
+        assert seen == []
+        return done
+    done = client.post(path, json=body, auth=served.auth("reader"))
+    assert seen in (["answered"], ["raised"]), seen
+    return done
+
+
+VIA = pytest.mark.parametrize("via", ["fast path", "route"])
+
+
+@VIA
+def test_a_format_in_the_url_of_a_post_is_honoured(
+    served: Served, fast: tuple[Any, list[str]], via: str
+) -> None:
+    """`POST /v1/query?format=csv` used to answer JSON, the URL's format ignored."""
+    done = post(served, fast, "/v1/query?format=csv", {"sql": SMALL}, via)
+    assert done.status_code == 200, done.text
+    assert done.headers["content-type"].startswith("text/csv")
+    assert done.text.splitlines() == ["i", "0", "1", "2"]
+
+
+@VIA
+@pytest.mark.parametrize(
+    ("url", "body", "check"),
+    [
+        ("?format=ndjson", {"format": "ndjson"}, lambda r: r.text.count("\n") == 3),
+        ("?max_rows=2", {}, lambda r: r.json()["rows"] == [[0], [1]] and r.json()["truncated"]),
+        ("?format=json", {}, lambda r: r.json()["rows"] == [[0], [1], [2]]),
+    ],
+    ids=["in both, the same", "max_rows", "json"],
+)
+def test_other_url_options_are_honoured_too(
+    served: Served,
+    fast: tuple[Any, list[str]],
+    via: str,
+    url: str,
+    body: dict[str, Any],
+    check: Callable[[Any], bool],
+) -> None:
+    done = post(served, fast, f"/v1/query{url}", {"sql": SMALL, **body}, via)
+    assert done.status_code == 200 and check(done), done.text
+
+
+@VIA
+@pytest.mark.parametrize(
+    ("url", "body", "said"),
+    [
+        (
+            "?format=csv",
+            {"format": "json"},
+            "format is given twice and differs: 'csv' in the url, 'json' in the body",
+        ),
+        ("?max_rows=1", {"max_rows": 2}, "max_rows is given twice and differs: 1 in the url"),
+        ("?format=xml", {}, "query.format: input should be"),
+        ("?format=csv&format=json", {}, "format is given 2 times in the url"),
+    ],
+)
+def test_a_url_option_that_contradicts_the_body_or_is_wrong_is_a_400(
+    served: Served,
+    fast: tuple[Any, list[str]],
+    via: str,
+    url: str,
+    body: dict[str, Any],
+    said: str,
+) -> None:
+    done = post(served, fast, f"/v1/query{url}", {"sql": SMALL, **body}, via)
+    assert done.status_code == 400, done.text
+    assert said in done.json()["error"].lower()
+
+
+def test_an_analysis_takes_its_format_from_the_url_too(served: Served) -> None:
+    """POST /v1/analyses/{name} takes a format in its body too, and ignored the URL's as well."""
+    path, auth = "/v1/analyses/gpu_utilisation?format=csv", served.auth("reader")
+    done = served.client.post(path, json={}, auth=auth)
+    assert done.status_code == 200, done.text
+    assert done.headers["content-type"].startswith("text/csv")
+    refused = served.client.post(path, json={"format": "json"}, auth=auth)
+    assert refused.status_code == 400 and "in the body" in refused.json()["error"]
+
+
+def test_get_takes_a_schema_as_post_does(served: Served) -> None:
+    """The docs said GET takes what POST's body does; it had no `schema`."""
+    sql = "SELECT count(*) AS n FROM dynamic_tables"
+    auth = served.auth("reader")
+    found = served.client.get("/v1/query", params={"sql": sql, "schema": "wanka"}, auth=auth)
+    assert found.status_code == 200 and found.json()["rows"][0][0] >= 1, found.text
+    assert served.client.get("/v1/query", params={"sql": sql}, auth=auth).status_code == 400

@@ -195,11 +195,14 @@ def test_wanka_refresh_prints_one_line_per_table(db_path: Path, warehouses: Ware
         cur = eng.cursor()
         create(cur, "good", "5 minutes", "SELECT host, count(*) AS n FROM gpu_metrics GROUP BY ALL")
         create(cur, "fragile", "5 minutes", FRAGILE)
-        execute(cur, BAD_ROW).read_all()
         cur.close()
-    nothing = invoke_wanka("--db", str(db_path), "refresh")
+    nothing = invoke_wanka("--db", str(db_path), "refresh")  # both just made, nothing since
     assert nothing.returncode == 0, nothing.stderr
-    assert nothing.stdout.strip() == "no dynamic table is due"
+    assert nothing.stdout.strip() == (
+        "nothing to refresh: no dynamic table is due or has changed sources"
+    )
+    with Engine(str(db_path)) as eng:
+        execute(eng.con, BAD_ROW).read_all()
 
     good = invoke_wanka("--db", str(db_path), "refresh", "good")
     assert good.returncode == 0, good.stderr
@@ -208,14 +211,21 @@ def test_wanka_refresh_prints_one_line_per_table(db_path: Path, warehouses: Ware
         and " s" in good.stdout
     )
 
-    bad = invoke_wanka("--db", str(db_path), "refresh", "fragile", "--full")
+    # neither is due by its freshness; fragile's source changed since its last refresh (as
+    # did that of the shipped tables the first command installed, which read gpu_metrics too)
+    bad = invoke_wanka("--db", str(db_path), "refresh")
     assert bad.returncode == 1
-    assert bad.stdout.startswith("fragile: FAILED after ") and "retry after" in bad.stdout
-    assert "1 of 1 refreshes failed: fragile" in bad.stderr
+    lines = {line.split(":")[0]: line for line in bad.stdout.splitlines()}
+    assert lines["fragile"].startswith("fragile: FAILED after ") and "retry after" in bad.stdout
+    assert "good" not in lines  # refreshed above: nothing changed for it since
+    assert f"1 of {len(lines)} refreshes failed: fragile" in bad.stderr
 
     waiting = invoke_wanka("--db", str(db_path), "refresh")  # fragile is due but backs off
     assert waiting.returncode == 0, waiting.stderr
     assert waiting.stdout.startswith("fragile: skipped: failed 1 times in a row; next attempt")
+
+    named = invoke_wanka("--db", str(db_path), "refresh", "fragile", "--full")  # no backoff
+    assert named.returncode == 1 and named.stdout.startswith("fragile: FAILED after ")
 
     unknown = invoke_wanka("--db", str(db_path), "refresh", "nope")
     assert unknown.returncode == 2 and "no dynamic table named nope" in unknown.stderr
@@ -272,3 +282,65 @@ def test_a_scheduled_refresh_writes_its_history_row_once_at_the_runs_timestamp(
         "ORDER BY h.started_at DESC LIMIT 1"
     ).fetchall()
     assert stamps == [(T0, T0)]
+
+
+def test_a_manual_refresh_brings_what_changed_up_to_date_and_the_scheduler_waits(
+    cur: duckdb.DuckDBPyConnection,
+) -> None:
+    """`wanka refresh` (changed=True) refreshes every table whose sources changed, a chain in
+    dependency order in one run; the scheduler's timing is its freshness, as before."""
+    create(cur, "zz_hourly", "1 hour", "SELECT host, sum(value) AS v FROM gpu_metrics GROUP BY ALL")
+    create(cur, "aa_total", "1 hour", "SELECT sum(v) AS total FROM zz_hourly")
+    create(cur, "by_gpus", "1 hour", "SELECT gpus, count(*) AS n FROM nodes GROUP BY ALL")
+    assert names(run_due(cur, T0)) == ["zz_hourly", "aa_total", "by_gpus"]
+    execute(cur, SEED).read_all()
+    later = T0 + timedelta(minutes=1)
+    assert run_due(cur, later) == []  # none is due by its freshness
+    # aa_total's source changes only when zz_hourly's refresh rewrites it, earlier in the run
+    done = run_due(cur, later, changed=True)
+    assert names(done) == ["zz_hourly", "aa_total"]
+    assert all(isinstance(d, RefreshResult) and d.refresh_mode != "no_data" for d in done)
+    assert (
+        cur.execute("SELECT total FROM aa_total").fetchall()
+        == cur.execute("SELECT sum(value) FROM gpu_metrics").fetchall()
+    )
+    assert run_due(cur, later, changed=True) == []  # up to date now
+    # still due by freshness when nothing changed: an hour after the run
+    assert names(run_due(cur, later + timedelta(hours=1), changed=True)) == [
+        "zz_hourly",
+        "aa_total",
+        "by_gpus",
+    ]
+
+
+def test_a_named_refresh_refreshes_what_it_reads_first(cur: duckdb.DuckDBPyConnection) -> None:
+    create(cur, "zz_hourly", "1 hour", "SELECT host, sum(value) AS v FROM gpu_metrics GROUP BY ALL")
+    create(cur, "mid", "downstream", "SELECT sum(v) AS total FROM zz_hourly")
+    create(cur, "aa_top", "1 hour", "SELECT total * 2 AS twice FROM mid")
+    create(cur, "lone", "1 hour", "SELECT count(*) AS n FROM gpu_metrics")
+    execute(cur, SEED).read_all()
+    done = run_due(cur, T0, name="aa_top", full=True)
+    assert names(done) == ["zz_hourly", "mid", "aa_top"]  # not lone
+    asked = [
+        d.reason == "a full refresh was asked for" for d in done if isinstance(d, RefreshResult)
+    ]
+    assert asked == [False, False, True]  # --full is for the named table
+    assert {d.data_timestamp for d in done if isinstance(d, RefreshResult)} == {T0}
+    assert (
+        cur.execute("SELECT twice FROM aa_top").fetchall()
+        == cur.execute("SELECT 2 * sum(value) FROM gpu_metrics").fetchall()
+    )
+
+
+def test_a_named_refresh_skips_its_table_when_what_it_reads_fails(
+    cur: duckdb.DuckDBPyConnection,
+) -> None:
+    create(cur, "fragile", "1 hour", FRAGILE)
+    create(cur, "reader", "1 hour", "SELECT sum(n) AS n FROM fragile")
+    execute(cur, BAD_ROW).read_all()
+    failed, skipped = run_due(cur, T0, name="reader")
+    assert isinstance(failed, Failed) and failed.name == "fragile"
+    assert isinstance(skipped, Skipped) and skipped.reason == "upstream fragile failed"
+    # the backoff does not hold back a named refresh: fragile is tried again at once
+    again = run_due(cur, T0 + timedelta(seconds=1), name="reader")
+    assert isinstance(again[0], Failed) and again[0].failures == 2

@@ -65,6 +65,23 @@ def test_create_refresh_alter_drop(eng: Engine) -> None:
         rows(eng, "REFRESH DYNAMIC TABLE hh")
 
 
+def test_refresh_refreshes_the_dynamic_tables_it_reads_first(eng: Engine) -> None:
+    """As `wanka refresh NAME` does: a downstream table refreshed alone used to find its source
+    unchanged (no_data) while the telemetry under that source had moved on."""
+    rows(eng, f"CREATE DYNAMIC TABLE hh WITH (freshness = '1 hour') AS {ROLLUP}")
+    total = "SELECT host, sum(n) AS n FROM hh GROUP BY host"
+    rows(eng, f"CREATE DYNAMIC TABLE per_host WITH (freshness = '1 hour') AS {total}")
+    execute(eng.con, SEED).read_all()
+    [done] = rows(eng, "REFRESH DYNAMIC TABLE per_host")
+    assert done["name"] == "per_host" and done["refresh_mode"] == "incremental"
+    assert done["upstream"] == "hh: incremental"
+    assert rows(eng, "SELECT sum(n) AS n FROM per_host") == [{"n": 80}]
+    stamps = rows(eng, "SELECT DISTINCT data_timestamp FROM wanka.dynamic_tables")
+    assert len(stamps) == 1  # the chain stands for one moment
+    plain = rows(eng, "REFRESH DYNAMIC TABLE hh")[0]
+    assert plain["refresh_mode"] == "no_data" and plain["upstream"] is None
+
+
 def test_a_script_mixes_dynamic_and_plain_statements(eng: Engine) -> None:
     out = rows(
         eng,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -9,6 +10,7 @@ import polars as pl
 import pytest
 
 from warehouse.simulate import SimConfig, SimulatedCluster, simulate_cluster
+from warehouse.simulate.idle import idle_summary
 from warehouse.simulate.metrics import METRICS
 
 DEMO = SimConfig(gpus=10_000, hours=1.0, interval_s=60.0)
@@ -64,3 +66,17 @@ def test_demo_window_is_busy_and_the_gen4_slots_cap_nic_traffic(
     assert gen4_peak <= slot_gen4 + 1e6
     assert gen5_peak > slot_gen4 * 1.2
     assert np.isfinite(cx7["value"].to_numpy()).all()
+
+
+def test_demo_has_jobs_that_leave_gpus_idle(demo: tuple[SimulatedCluster, float]) -> None:
+    """The 10,000-GPU demo used to keep every GPU of every job at 1 % or more, so
+    idle_gpu_jobs, jobstats' idle notes and the report's waste section had nothing to show."""
+    cluster, _ = demo
+    summary = idle_summary(cluster.telemetry, cluster.config)
+    for drawn, eligible, share in (
+        ("jobs_idle", "single_host_jobs", DEMO.idle_job_share),
+        ("jobs_with_idle_gpus", "multi_gpu_jobs", DEMO.idle_gpu_share),
+    ):
+        n = summary[eligible]
+        assert summary[drawn] > 0
+        assert abs(summary[drawn] - n * share) < 4 * math.sqrt(n * share * (1 - share)), summary

@@ -12,6 +12,7 @@ import pytest
 
 from tests.warehouses import Warehouses
 from warehouse.simulate import SimulatedCluster, simulate_cluster
+from warehouse.simulate.idle import CONTEXT_MIB
 from warehouse.simulate.inventory import load_gpu_specs
 from warehouse.simulate.metrics import METRICS
 from warehouse.tsdb.append import append
@@ -100,7 +101,13 @@ def test_busy_gpus_are_exactly_the_jobs_gpus(small: SimulatedCluster, frame: pl.
             if start <= t < end:
                 for host in job["node_list"]:
                     expected[(t, host)] += job["gpus"] if job["nodes"] == 1 else 8
-    assert observed == dict(expected)
+    plan = small.telemetry  # less the GPUs a job holds and leaves idle (simulate/idle.py)
+    assert len(plan.idle_gpus) > 0
+    for j, col, _ in plan.idle_gpus.tolist():
+        host = plan.host_names[int(plan.col_host[col])].as_py()
+        for k in range(int(plan.job_k0[j]), int(plan.job_k1[j])):
+            expected[(scrapes[k], host)] -= 1
+    assert observed == {key: n for key, n in expected.items() if n}
 
 
 def test_energy_counter_rises_by_the_power_drawn(frame: pl.DataFrame) -> None:
@@ -123,7 +130,9 @@ def test_energy_counter_rises_by_the_power_drawn(frame: pl.DataFrame) -> None:
     assert _float((steps["mj"] - expected).abs().max()) <= 1
 
 
-def test_temperatures_and_memory_follow_the_hardware(frame: pl.DataFrame) -> None:
+def test_temperatures_and_memory_follow_the_hardware(
+    small: SimulatedCluster, frame: pl.DataFrame
+) -> None:
     specs = load_gpu_specs()
     wide = frame.pivot(on="metric", index=["uuid", "ts", "model"], values="value")
     assert wide["DCGM_FI_DEV_GPU_TEMP"].is_between(15, 95).all()
@@ -136,8 +145,13 @@ def test_temperatures_and_memory_follow_the_hardware(frame: pl.DataFrame) -> Non
         .iter_rows()
     ):
         assert total == pytest.approx(specs[model].hbm_gb * 1024, rel=0.02)
+    # a GPU no job holds uses no memory; one its job leaves idle, a CUDA context's
     idle = wide.filter(pl.col("DCGM_FI_DEV_GPU_UTIL") == 0)
-    assert (idle["DCGM_FI_DEV_FB_USED"] == 0).all()
+    memory = idle["DCGM_FI_DEV_FB_USED"]
+    plan = small.telemetry
+    held_idle = sum(int(plan.job_k1[j] - plan.job_k0[j]) for j, _, _ in plan.idle_gpus.tolist())
+    assert held_idle > 0 and (memory == CONTEXT_MIB).sum() == held_idle
+    assert ((memory == 0) | (memory == CONTEXT_MIB)).all()
     assert (idle["DCGM_FI_PROF_NVLINK_TX_BYTES"] == 0).all()
     nvlink_peak = _float(wide["DCGM_FI_PROF_NVLINK_TX_BYTES"].max())
     assert nvlink_peak > 1e10  # multi-GPU jobs talk over NVLink
