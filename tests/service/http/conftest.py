@@ -37,6 +37,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> 
     path = warehouses.empty(Path(tmp_path_factory.mktemp("served")) / "w.duckdb", shipped=True)
     limits = Limits(timeout_s=20, max_rows_json=1_000, max_upload_bytes=1 << 20)
     with Server(str(path), limits=limits) as server:
+        server.start()  # serving, as `wanka serve` is (no scheduler, no feeds: none asked for)
         cur = server.engine.cursor()
         for role in ("reader", "writer", "admin"):
             add_user(cur, role, role, PASSWORD)

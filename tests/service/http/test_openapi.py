@@ -27,6 +27,7 @@ def app(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Ite
 
     path = warehouses.empty(Path(tmp_path_factory.mktemp("fuzz")) / "w.duckdb", shipped=True)
     with Server(str(path), limits=Limits(timeout_s=5, max_upload_bytes=1 << 20)) as server:
+        server.start()  # serving, as `wanka serve` is (no scheduler, no feeds: none asked for)
         cur = server.engine.cursor()
         add_user(cur, "root", "admin", "pw")
         cur.close()
