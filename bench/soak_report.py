@@ -131,17 +131,16 @@ def report(soak: Soak) -> None:
     print(f"\n### {soak.gpus:,} GPUs, {soak.duration_s:g} s\n")
     print(f"{built}{soak.gpus:,} GPUs × 40 fields = {per_scrape:,} samples every "
           f"{soak.interval_s:g} s, 2,000 a request over {soak.shards} connections, "
-          f"{len(f.due_s)} scrapes; {soak.dashboards} dashboards every 30 s; a BI client every "
-          "10 s; XID 79 at half time\n")  # fmt: skip
+          f"{len(f.due_s)} scrapes; {soak.dashboards} Grafana users, each refreshing every "
+          "30 s; a BI client every 10 s; XID 79 at half time\n")  # fmt: skip
     lags = [lag for scrape in f.lags_s for lag in scrape]
     first = f.lags_s[0] if f.lags_s else []
     late = [s - d for d, s in zip(f.due_s, f.started_s, strict=True)]
     print("| feed (scrape time → request answered) | median s | p99 s | max s |")
     print("|---|---:|---:|---:|")
-    print(f"| every request | {pct(lags, 0.5):.2f} | {pct(lags, 0.99):.2f} | "
-          f"{max(lags, default=float('nan')):.2f} |")  # fmt: skip
-    print(f"| the first scrape's (new series) | {pct(first, 0.5):.2f} | {pct(first, 0.99):.2f} "
-          f"| {max(first, default=float('nan')):.2f} |")  # fmt: skip
+    for name, values in (("every request", lags), ("the first scrape's (new series)", first)):
+        print(f"| {name} | {pct(values, 0.5):.2f} | {pct(values, 0.99):.2f} | "
+              f"{max(values, default=float('nan')):.2f} |")  # fmt: skip
     behind = f.behind(soak.interval_s)
     print(f"\nbacklog: {behind} of {len(f.due_s)} scrapes still sending when the next was due; "
           f"latest start {max(late, default=0):.2f} s after its time\n")  # fmt: skip
