@@ -157,7 +157,7 @@ def dashboard_client(
             for (kind, _), seconds in zip(asked, took, strict=True):
                 if seconds == seconds:  # not NaN
                     out.add(kind, seconds)
-            next_at += every_s
+            next_at = max(next_at + every_s, time.monotonic())  # late: no burst to catch up
             stop.wait(max(0.0, next_at - time.monotonic()))
 
 
@@ -183,7 +183,7 @@ def bi_client(pg_port: int, every_s: float, out: Latencies, errors: Errors, stop
                 errors.add("bi (pgwire)", type(error).__name__, str(error))
                 continue
             out.add("bi_s", time.perf_counter() - started)
-        next_at += every_s
+        next_at = max(next_at + every_s, time.monotonic())  # late: no burst to catch up
         stop.wait(max(0.0, next_at - time.monotonic()))
     if conn is not None:
         conn.close()
