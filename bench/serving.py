@@ -30,9 +30,11 @@ def wanka(db: str, *args: str, stdin: str | None = None) -> None:
 
 
 def start_server(db: str, *options: str) -> tuple[subprocess.Popen[bytes], str]:
-    """`wanka serve` on a free HTTP port with `options`; (process, URL) once /healthz answers."""
+    """`wanka serve` on a free HTTP port with `options`; (process, URL) once /healthz answers.
+    It logs warnings and errors only (its stderr is the benchmark's)."""
     port = free_port()
-    command = [*WANKA, "--db", db, "serve", "--http-port", str(port), *options]
+    command = [*WANKA, "--db", db, "serve", "--http-port", str(port), "--log-level", "warning"]
+    command += options
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, env=dict(os.environ))
     url = f"http://127.0.0.1:{port}"
     wait_ready(process, f"{url}/healthz", "wanka serve")
