@@ -173,6 +173,56 @@ def test_metrics_pass_promtool(serving: Serving) -> None:
     assert time.time() - 600 < started < time.time()
 
 
+def test_reloads_while_writes_and_refreshes_run_lose_nothing(serving: Serving) -> None:
+    """SIGHUPs that restart the scheduler (its interval changes each time) while remote_write
+    requests stream in: every sample sent is stored exactly once."""
+    good = serving.config.read_text()
+    headers = {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf"}
+    base_ms = int(time.time() * 1000) - 3_600_000
+    sent, failures = 0, []
+
+    def write() -> None:
+        nonlocal sent
+        with httpx.Client(auth=ADMIN, timeout=60) as client:
+            for k in range(60):
+                labels = [("__name__", "DCGM_FI_DEV_POWER_USAGE"), ("Hostname", "reload-host")]
+                points = [(base_ms + k * 1000 + i, float(i)) for i in range(50)]
+                answer = client.post(
+                    f"{serving.url}/api/v1/write",
+                    content=body([([*labels, ("gpu", str(g))], points) for g in range(4)]),
+                    headers=headers,
+                )
+                if answer.status_code != 204:
+                    failures.append(answer.text)
+                sent += 200
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        for every in ("1s", "2s", "1s", "3s", "0s"):
+            serving.config.write_text(
+                good.replace("refresh_interval: 0s", f"refresh_interval: {every}")
+            )
+            serving.process.send_signal(signal.SIGHUP)
+            time.sleep(0.7)
+    finally:
+        writer.join(timeout=120)
+        serving.config.write_text(good)
+        httpx.post(f"{serving.url}/-/reload", auth=ADMIN, timeout=30)
+    assert not failures and sent == 60 * 200
+    stored = httpx.post(
+        f"{serving.url}/v1/query",
+        json={
+            "sql": "SELECT count(*), count(DISTINCT (gpu, ts)) FROM gpu_metrics "
+            "WHERE host = 'reload-host'"
+        },  # fmt: skip
+        auth=ADMIN,
+        timeout=60,
+    ).json()["rows"]
+    assert stored == [[sent, sent]]
+    assert serving.metric("wanka_config_last_reload_successful") == 1
+
+
 def test_metrics_say_the_feed_lag_and_the_freshness_targets(serving: Serving) -> None:
     now_ms = int(time.time() * 1000)
     sent = body([([("__name__", "DCGM_FI_DEV_GPU_TEMP"), ("Hostname", "n1"), ("gpu", "0")],
