@@ -210,15 +210,11 @@ def test_reloads_while_writes_and_refreshes_run_lose_nothing(serving: Serving) -
         serving.config.write_text(good)
         httpx.post(f"{serving.url}/-/reload", auth=ADMIN, timeout=30)
     assert not failures and sent == 60 * 200
-    stored = httpx.post(
-        f"{serving.url}/v1/query",
-        json={
-            "sql": "SELECT count(*), count(DISTINCT (gpu, ts)) FROM gpu_metrics "
-            "WHERE host = 'reload-host'"
-        },  # fmt: skip
-        auth=ADMIN,
-        timeout=60,
-    ).json()["rows"]
+    counted = (
+        "SELECT count(*), count(DISTINCT (gpu, ts)) FROM gpu_metrics WHERE host = 'reload-host'"
+    )
+    answer = httpx.post(f"{serving.url}/v1/query", json={"sql": counted}, auth=ADMIN, timeout=60)
+    stored = answer.json()["rows"]
     assert stored == [[sent, sent]]
     assert serving.metric("wanka_config_last_reload_successful") == 1
 
