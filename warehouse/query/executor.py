@@ -19,7 +19,7 @@ checks the two agree. A SELECT text that runs again is EXECUTEd prepared
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import duckdb
@@ -114,12 +114,26 @@ def _read(
         text, prepare = bound.sql, False
     if DIRECT and select:
         values = list(params) if isinstance(params, Sequence) else params
-        return _select(cur, text, values or None, batch_rows, prepare)
+        reader = _select(cur, text, values or None, batch_rows, prepare)
+        return reader if bound is None else _releasing(cur, reader)
     pruned = text is not statement.text
     relation = cur.sql(text if pruned else statement.parsed or text, params=params)
     if relation is None:
         return pa.RecordBatchReader.from_batches(pa.schema([]), [])
     return relation.to_arrow_reader(batch_rows)
+
+
+def _releasing(
+    cur: duckdb.DuckDBPyConnection, reader: pa.RecordBatchReader
+) -> pa.RecordBatchReader:
+    """`reader`, dropping the cold scans of its statement once it is read to the end (a
+    reader left unread keeps them until the cursor's next statement)."""
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        yield from reader
+        cold_scan.release(cur)
+
+    return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
 
 def _pruned(statement: Statement) -> str:

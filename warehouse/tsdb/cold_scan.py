@@ -93,11 +93,12 @@ def bind(cur: duckdb.DuckDBPyConnection, sql: str) -> Bound | None:
     spans = list(_decodes(sql))
     if not spans:
         return None
+    planned: list[_Planned] = []
     try:
-        planned = [_plan(cur, _ctes(sql, a), sql[a:b]) for a, b in spans]
-    except (duckdb.Error, SqlglotError, ValueError):
-        return None
-    if sum(p.samples for p in planned) > BUDGET:
+        for a, b in spans:
+            left = BUDGET - sum(p.samples for p in planned)
+            planned.append(_plan(cur, _ctes(sql, a), sql[a:b], left))
+    except (duckdb.Error, SqlglotError, ValueError):  # _OverBudget too
         return None
     names, parts, at = [], [], 0
     for index, ((a, b), found) in enumerate(zip(spans, planned, strict=True)):
@@ -177,8 +178,13 @@ def _ctes(sql: str, before: int) -> str:
     return f"{sql[:cut]} " if cut is not None else ""
 
 
-def _plan(cur: duckdb.DuckDBPyConnection, ctes: str, decode: str) -> _Planned:
-    """Read a decode's bounds and the blocks it keeps, on `cur`."""
+class _OverBudget(ValueError):
+    """The blocks a statement needs hold more samples than `BUDGET`."""
+
+
+def _plan(cur: duckdb.DuckDBPyConnection, ctes: str, decode: str, budget: int) -> _Planned:
+    """Read a decode's bounds and the blocks it keeps, on `cur` (_OverBudget when they hold
+    more than `budget` samples)."""
     select = sqlglot.parse_one(decode, read="duckdb")
     call = select.find(exp.Anonymous)
     if call is None or call.name.lower() != blocks.FUNCTION or len(call.expressions) != 6:
@@ -189,10 +195,15 @@ def _plan(cur: duckdb.DuckDBPyConnection, ctes: str, decode: str) -> _Planned:
     [given] = cur.sql(f"{ctes}SELECT {', '.join(args)}").fetchall()
     # the blocks, by the bounds just read: the series wanted once, as a parameter
     wanted = args[4] if args[4] != "NULL" and args[4] in where_sql else None
+    kept = where_sql.replace(wanted, "$1") if wanted else where_sql
+    params = [given[4]] if wanted else None
+    [(held,)] = cur.sql(
+        f"SELECT coalesce(sum(samples), 0) FROM {relations.BLOCKS}{kept}", params=params
+    ).fetchall()
+    if held > budget:  # known from the statistics, before any block's bytes are read
+        raise _OverBudget(f"the blocks hold {held:,} samples")
     found = cur.sql(
-        f"SELECT block_id, data, samples FROM {relations.BLOCKS}"
-        + (where_sql.replace(wanted, "$1") if wanted else where_sql),
-        params=[given[4]] if wanted else None,
+        f"SELECT block_id, data, samples FROM {relations.BLOCKS}{kept}", params=params
     ).fetchall()
     bounds = [_micros(v) for v in given[:2]] + list(given[2:4])
     bounds.append(None if given[4] is None else np.asarray(given[4], dtype=np.int32))

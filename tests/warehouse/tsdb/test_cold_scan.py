@@ -174,6 +174,20 @@ def test_blocks_that_change_as_a_statement_starts_make_it_run_again(
         other.close()
 
 
+def test_a_read_to_its_end_drops_its_scans(eng: Engine) -> None:
+    cur = eng.cursor()
+    try:
+        sql = f"SELECT count(*) AS n FROM gpu_metrics WHERE ts >= TIMESTAMPTZ '{T0}'"
+        reader = execute(cur, sql, prepare=False)
+        assert cold_scan._HELD.get(cur) == ["_wanka_cold_0"]  # the result still open
+        assert reader.read_all().to_pylist() == [{"n": HOURS * 12 * 4 * len(METRICS)}]
+        assert cur not in cold_scan._HELD
+        with pytest.raises(duckdb.CatalogException):
+            cur.sql("SELECT * FROM _wanka_cold_0").fetchall()
+    finally:
+        cur.close()
+
+
 def test_what_a_scan_cannot_take_is_left_to_the_function(
     eng: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
