@@ -105,9 +105,7 @@ def _open(
         pg = _start_pgwire(server, settings, settings.pg_port) if settings.pg_port else None
         app.state.open_locally = local and not users_exist
         if settings.config_file is not None:
-            app.state.reloader = Reloader(
-                server, Path(settings.config_file), reload_flags, settings.db
-            )
+            app.state.reloader = Reloader(server, Path(settings.config_file), reload_flags)
         server.start(settings)  # the scheduler, then the live feeds
     except BaseException:
         if pg is not None:
@@ -195,7 +193,9 @@ def serve(ctx: click.Context, /, config_file: Path | None, **options: Any) -> No
     with live feeds when asked (scraping, Slurm polling). With --config, the file's settings
     (a flag given here overrides it); SIGHUP or POST /-/reload rereads it."""
     flags = given_flags(ctx, options)
-    settings = build.load(config_file, flags, ctx.obj.db)
+    if ctx.obj.db is not None:
+        flags["db"] = ctx.obj.db  # `wanka --db PATH serve`: over the file's `db`, at reloads too
+    settings = build.load(config_file, flags)
     run_server(settings, reload_flags=flags)
 
 

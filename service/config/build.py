@@ -30,7 +30,8 @@ SCRAPE_TIMEOUT_S = 10.0
 
 def load(file: Path | None, flags: Mapping[str, Any], db: str | None = None) -> ServeSettings:
     """The settings of `file` (None: no file) under `flags`, the options of `wanka serve`
-    given on its command line (by their parameter names); ConfigError naming what is wrong."""
+    given on its command line (by their parameter names; `db` for the global `--db`);
+    ConfigError naming what is wrong."""
     raw: dict[str, Any] = spec.read(file, SHAPE) if file is not None else {}
     return build(raw, flags, db=db, config_file=None if file is None else str(file))
 
@@ -52,7 +53,7 @@ def build(
         pg_port = flags["pg_port"] or None
     log = raw.get("log", {})
     return ServeSettings(
-        db if db is not None else _str(raw.get("db")),
+        flags.get("db", db if db is not None else _str(raw.get("db"))),
         host=flags.get("http_host", host),
         port=flags.get("http_port", port),
         pg_port=pg_port,

@@ -49,10 +49,8 @@ class Outcome:
 class Reloader:
     """Rereads `file` under `flags` and applies it to `server`, one reload at a time."""
 
-    def __init__(
-        self, server: Server, file: Path, flags: Mapping[str, Any], db: str | None = None
-    ) -> None:
-        self.server, self.file, self.flags, self.db = server, file, dict(flags), db
+    def __init__(self, server: Server, file: Path, flags: Mapping[str, Any]) -> None:
+        self.server, self.file, self.flags = server, file, dict(flags)
         self._lock = threading.Lock()
 
     def reload(self) -> Outcome:
@@ -62,7 +60,7 @@ class Reloader:
     def _reload(self) -> Outcome:
         server, running = self.server, self.server.settings
         try:
-            wanted = build.load(self.file, self.flags, self.db)
+            wanted = build.load(self.file, self.flags)
         except UserError as error:
             return self._refused(str(error))
         later = [name for name, read in RESTART if read(wanted) != read(running)]

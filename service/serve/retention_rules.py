@@ -1,5 +1,5 @@
 """The retention rules a configuration file sets (`retention:` in wanka.yml), set at start and
-again at each reload that changes them, through the write gate, one table at a time, exactly as
+again at each reload that changes them, through the write gate, in one transaction, exactly as
 `ALTER TABLE t SET (retention = ...)` sets them (warehouse/dynamic/retention.py: a rule that
 would lose what a dynamic table still needs is refused, and the server says why).
 
@@ -49,10 +49,22 @@ class RetentionRules:
             return
         core = self._core
         with core.writes.hold(self, core.limits.timeout_s):
-            for table, keep_s in changed:
-                said = core.with_cursor(functools.partial(_set, table=table, keep_s=keep_s))
-                log.info("retention of %s: %s", table, said, extra={"table": table})
+            said = core.with_cursor(functools.partial(_set_all, rules=changed))
+        for (table, _), what in zip(changed, said, strict=True):
+            log.info("retention of %s: %s", table, what, extra={"table": table})
         self._set = self._wanted
+
+
+def _set_all(cur: Cursor, rules: Rules | list[tuple[str, float | None]]) -> list[str]:
+    """Set `rules` in one transaction: all of them, or (one refused) none."""
+    cur.execute("BEGIN")
+    try:
+        said = [_set(cur, table, keep_s) for table, keep_s in rules]
+    except BaseException:
+        cur.execute("ROLLBACK")
+        raise
+    cur.execute("COMMIT")
+    return said
 
 
 def _set(cur: Cursor, table: str, keep_s: float | None) -> str:
