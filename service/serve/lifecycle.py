@@ -20,6 +20,7 @@ database instead of dying of the signal.
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import threading
 from collections.abc import Callable
@@ -89,7 +90,7 @@ def serve_http(app: Any, settings: ServeSettings, opener: Callable[[], Opened]) 
         port=settings.port,
         log_config=None,  # wanka's handler (service/serve/logs.py)
         access_log=True,  # shown or not by its logger's level (service/serve/logs.py)
-        timeout_graceful_shutdown=int(settings.shutdown_grace_s) or None,
+        timeout_graceful_shutdown=max(1, math.ceil(settings.shutdown_grace_s)),
         ssl_certfile=str(settings.tls.cert) if settings.tls else None,
         ssl_keyfile=str(settings.tls.key) if settings.tls else None,
     )
