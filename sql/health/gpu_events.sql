@@ -15,12 +15,16 @@
 -- at or before the batch's first sample (a first batch, late data) the stored samples are read.
 WITH fields AS (
     SELECT metric, kind FROM wanka.gpu_event_fields
-), series AS MATERIALIZED (
+), series AS (  -- every series of an event field: read only where the state has no sample
     SELECT r.series_id, r.host, coalesce(r.gpu, -1) AS gpu, coalesce(r.uuid, '') AS uuid, r.metric
     FROM wanka.gpu_series r JOIN fields f USING (metric)
-), fresh AS MATERIALIZED (
-    SELECT x.host, x.gpu, x.uuid, x.metric, s.ts, s.value, s.batch_id
-    FROM wanka.gpu_samples s JOIN series x USING (series_id)
+), fresh AS MATERIALIZED (  -- the batches' samples of event fields, with their GPU: from the
+    -- samples to their series, not from every series of the fields (a series dictionary of
+    -- ~1M series a day at 10,000 GPUs, read at every ingest otherwise)
+    SELECT r.host, coalesce(r.gpu, -1) AS gpu, coalesce(r.uuid, '') AS uuid, r.metric,
+           s.ts, s.value, s.batch_id
+    FROM wanka.gpu_samples s JOIN wanka.gpu_series r USING (series_id)
+    JOIN fields f ON f.metric = r.metric
     WHERE s.batch_id IN ({batches})
 ), since AS (
     SELECT host, gpu, uuid, metric, min(ts) AS lo, count(*) AS n FROM fresh GROUP BY ALL
