@@ -37,13 +37,6 @@ from warehouse.query.executor import execute
 from warehouse.tsdb import compact, tiers, write
 from warehouse.tsdb.append import append
 
-
-@pytest.fixture
-def eng(warehouses: Warehouses) -> Iterator[Engine]:
-    with warehouses.engine() as engine:
-        yield engine
-
-
 # -- 2. lossless ------------------------------------------------------------------------------
 
 value = st.one_of(

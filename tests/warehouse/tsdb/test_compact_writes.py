@@ -44,12 +44,6 @@ from warehouse.tsdb import compact, retention, tiers, write
 from warehouse.tsdb.append import append
 
 
-@pytest.fixture
-def eng(warehouses: Warehouses) -> Iterator[Engine]:
-    with warehouses.engine() as engine:
-        yield engine
-
-
 @pytest.fixture(scope="module")
 def shared(warehouses: Warehouses) -> Iterator[duckdb.DuckDBPyConnection]:
     """One warehouse for every example of a property test (each starts by clearing it)."""
