@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.deploy.tools import UNIT, unit_settings
+from tests.service.http.test_serve_process import came_up
 from tests.warehouse.remote_write.support import scrape
 
 PR_SET_MDWE, PR_GET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN = 65, 66, 1
@@ -79,17 +80,10 @@ def serving(db: Path, http_port: int, pg_port: int, env: dict[str, str]) -> Iter
     )
     client = httpx.Client(base_url=f"http://127.0.0.1:{http_port}", timeout=60)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if client.get("/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                output = process.communicate()[0].decode(errors="replace")
-                pytest.fail(f"wanka serve did not come up under the rule:\n{output[-3000:]}")
+        if not came_up(process, f"http://127.0.0.1:{http_port}/healthz"):
+            process.kill()
+            output = process.communicate()[0].decode(errors="replace")
+            pytest.fail(f"wanka serve did not come up under the rule:\n{output[-3000:]}")
             time.sleep(0.05)  # polling for start-up, not timing anything
         yield client
     finally:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -27,7 +28,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def came_up(process: subprocess.Popen[str], url: str, within_s: float = 60) -> bool:
+def came_up(process: subprocess.Popen[Any], url: str, within_s: float = 60) -> bool:
     """Whether `url` answered 200 within `within_s` while `process` ran."""
     deadline = time.monotonic() + within_s
     while process.poll() is None and time.monotonic() < deadline:

@@ -27,6 +27,7 @@ import pytest
 
 from tests.conftest import REPO, invoke_wanka
 from tests.demo_clusters import TINY
+from tests.service.http.test_serve_process import came_up
 from tests.warehouse.dynamic.test_shipped import same_rows
 from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
@@ -74,15 +75,7 @@ def serving(
     ]  # fmt: skip
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, env=dict(os.environ))
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", auth=ADMIN, timeout=120)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if client.get("/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        assert process.poll() is None and time.monotonic() < deadline, "serve did not start"
-        time.sleep(0.05)  # polling for start-up, not timing anything
+    assert came_up(process, f"http://127.0.0.1:{port}/healthz"), "serve did not start"
     try:
         yield process, client
     finally:
