@@ -23,9 +23,10 @@ from service.serve.settings import (
     Tls,
 )
 
-#: Prometheus's own defaults where the file says nothing; wanka scrapes every 15 s by default.
-SCRAPE_INTERVAL_S = 15.0
-SCRAPE_TIMEOUT_S = 10.0
+#: What neither the file nor a flag sets: the settings' own defaults.
+_BASE = ServeSettings(None)
+_LOG = LogSettings()
+_JOB = ScrapeJob()  # wanka scrapes every 15 s by default, with a 10 s timeout
 
 
 def load(file: Path | None, flags: Mapping[str, Any], db: str | None = None) -> ServeSettings:
@@ -45,8 +46,8 @@ def build(
 ) -> ServeSettings:
     """Settings from a read file (`raw`, as `SHAPE` gives it) and the flags over it."""
     listen = raw.get("listen", {})
-    host, port = listen.get("http", ("127.0.0.1", 8080))
-    pg = listen.get("postgres", ("", 5433))  # None: off
+    host, port = listen.get("http", (_BASE.host, _BASE.port))
+    pg = listen.get("postgres", ("", _BASE.pg_port))  # None: off
     pg_host = pg[0] if pg and pg[0] else None  # None: the HTTP host
     pg_port = pg[1] if pg else None
     if "pg_port" in flags:
@@ -64,13 +65,13 @@ def build(
         access_log=bool(flags.get("access_log", log.get("requests", False))),
         feeds=_feeds(raw, flags),
         log=LogSettings(
-            level=flags.get("log_level", log.get("level", "info")),
-            format=flags.get("log_format", log.get("format", "logfmt")),
+            level=flags.get("log_level", log.get("level", _LOG.level)),
+            format=flags.get("log_format", log.get("format", _LOG.format)),
             requests=bool(flags.get("access_log", log.get("requests", False))),
         ),
         external_labels=tuple(sorted(raw.get("global", {}).get("external_labels", {}).items())),
         retention=tuple(sorted(raw.get("retention", {}).items())),
-        shutdown_grace_s=raw.get("shutdown", {}).get("grace_period", 30.0),
+        shutdown_grace_s=raw.get("shutdown", {}).get("grace_period", _BASE.shutdown_grace_s),
         config_file=config_file,
     )
 
@@ -106,7 +107,10 @@ def _limits(raw: Mapping[str, Any], flags: Mapping[str, Any]) -> Limits:
 
 
 def _refresh(raw: Mapping[str, Any], flags: Mapping[str, Any]) -> float | None:
-    every = flags.get("refresh_interval_s", raw.get("scheduler", {}).get("refresh_interval", 10.0))
+    every = flags.get(
+        "refresh_interval_s",
+        raw.get("scheduler", {}).get("refresh_interval", _BASE.refresh_interval_s),
+    )
     return float(every) or None
 
 
@@ -116,7 +120,9 @@ def _feeds(raw: Mapping[str, Any], flags: Mapping[str, Any]) -> FeedSettings:
     return FeedSettings(
         scrape_jobs=_scrape_jobs(raw, flags),
         sacct_interval_s=sacct or None,
-        sacct_command=flags.get("sacct_command", slurm.get("sacct_command", "sacct")),
+        sacct_command=flags.get(
+            "sacct_command", slurm.get("sacct_command", _BASE.feeds.sacct_command)
+        ),
         scontrol_command=flags.get("scontrol_command", slurm.get("scontrol_command")),
     )
 
@@ -125,12 +131,12 @@ def _scrape_jobs(raw: Mapping[str, Any], flags: Mapping[str, Any]) -> tuple[Scra
     """The file's scrape configs; `--scrape-config FILE` (a file_sd file) replaces them with
     one job. `--scrape-interval` and `--scrape-timeout` stand for the global defaults."""
     defaults = raw.get("global", {})
-    interval = flags.get("scrape_interval", defaults.get("scrape_interval", SCRAPE_INTERVAL_S))
-    timeout = flags.get("scrape_timeout", defaults.get("scrape_timeout", SCRAPE_TIMEOUT_S))
+    interval = flags.get("scrape_interval", defaults.get("scrape_interval", _JOB.interval_s))
+    timeout = flags.get("scrape_timeout", defaults.get("scrape_timeout", _JOB.timeout_s))
     if "scrape_config" in flags:
         if flags["scrape_config"] is None:
             return ()
-        name = flags.get("scrape_job", "dcgm")
+        name = flags.get("scrape_job", _JOB.name)
         given = {"job_name": name, "file_sd_configs": [{"files": [flags["scrape_config"]]}]}
         return (_job(given, interval, timeout),)
     return tuple(_job(c, interval, timeout) for c in raw.get("scrape_configs", []))
@@ -143,8 +149,8 @@ def _job(given: Mapping[str, Any], interval: float, timeout: float) -> ScrapeJob
         name=given["job_name"],
         interval_s=every,
         timeout_s=wait,
-        metrics_path=given.get("metrics_path", "/metrics"),
-        scheme=given.get("scheme", "http"),
+        metrics_path=given.get("metrics_path", _JOB.metrics_path),
+        scheme=given.get("scheme", _JOB.scheme),
         params=tuple((k, v[0]) for k, v in sorted(given.get("params", {}).items()) if v),
         static=tuple(
             (tuple(group.get("targets", [])), tuple(sorted(group.get("labels", {}).items())))
