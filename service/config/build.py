@@ -62,7 +62,6 @@ def build(
         tls=_tls(raw, flags),
         limits=_limits(raw, flags),
         refresh_interval_s=_refresh(raw, flags),
-        access_log=bool(flags.get("access_log", log.get("requests", False))),
         feeds=_feeds(raw, flags),
         log=LogSettings(
             level=flags.get("log_level", log.get("level", _LOG.level)),

@@ -101,7 +101,6 @@ class ServeSettings:
     tls: Tls | None = None
     limits: Limits = field(default_factory=Limits)
     refresh_interval_s: float | None = 10.0  # the scheduler's pass; None: no scheduler
-    access_log: bool = False
     feeds: FeedSettings = field(default_factory=FeedSettings)
     pg_host: str | None = None  # None: the HTTP host
     log: LogSettings = field(default_factory=LogSettings)
