@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from warehouse.promql import source
+from warehouse.promql import buckets, source
 from warehouse.promql.context import Context, at_ms, evaluate, ms, spread
 from warehouse.promql.labels import drop_name
 from warehouse.promql.plan import Grid, PromQLError, Unsupported, Vector, literal
@@ -181,6 +181,8 @@ def range_function(name: str, args: list[Any], ctx: Context, extra: list[float])
     matrix = next(a for a in args if type(a).__name__ in _RANGE_KINDS or _is_range(a))
 
     def inner(c: Context) -> Vector:
+        if _bucketed(name, matrix, c):
+            return _by_buckets(name, matrix, c)
         window = window_of(matrix, c)
         return _apply(name, window, c, extra)
 
@@ -200,6 +202,35 @@ def _is_range_kind(node: Any) -> bool:
 
 def _at_value(matrix: Any, ctx: Context) -> int | None:
     return at_ms(_at_of(matrix), ctx)
+
+
+def _selector_of(node: Any) -> Any:
+    """The matrix selector `node` is, through parentheses; None for a subquery."""
+    kind = type(node).__name__
+    if kind == "ParenExpr":
+        return _selector_of(node.expr)
+    return node if kind == "MatrixSelector" else None
+
+
+def _bucketed(name: str, matrix: Any, ctx: Context) -> bool:
+    node = _selector_of(matrix)
+    return node is not None and buckets.applies(name, ms(node.range), ctx.grid)
+
+
+def _by_buckets(name: str, matrix: Any, ctx: Context) -> Vector:
+    """`name` over a selector's windows by step buckets (`warehouse.promql.buckets`)."""
+    node = _selector_of(matrix)
+    vs = node.vector_selector
+    range_ms, offset = ms(node.range), ms(vs.offset)
+    groups = source.matchers_of(vs)
+    lo, hi = ctx.grid.start_ms - offset - range_ms, ctx.grid.end_ms - offset
+    series = source.select(ctx.plan, groups, lo, hi)
+    samples = source.samples(ctx.plan, series, lo, hi, groups)
+    points = buckets.points(ctx, samples, name, range_ms, offset)
+    vector = Vector(series, points, True, False, source.metric_of(groups))
+    if name == "last_over_time":
+        return vector
+    return Vector(drop_name(ctx.plan, vector), points, named=False)
 
 
 def _apply(name: str, w: Window, ctx: Context, extra: list[float]) -> Vector:

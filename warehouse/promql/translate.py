@@ -62,11 +62,18 @@ def _vector_selector(node: Any, ctx: Context) -> Value:
     return spread(ctx, inner, at_ms(node.at, ctx))
 
 
+#: Steps a lookback or more apart take their points by GROUP BY (`_sparse_instant_points`);
+#: off, every grid spreads samples over steps (the tests compare the two).
+SPARSE_INSTANTS = True
+
+
 def _instant_points(ctx: Context, samples: str, offset: int) -> str:
     """Each sample stands for the steps whose reference time (step - offset) falls in
     [its time, its time + lookback] and before the series' next sample; a staleness marker
     stands for none (the series ended)."""
     g = ctx.grid
+    if SPARSE_INSTANTS and g.step_ms >= ctx.lookback_ms:
+        return _sparse_instant_points(ctx, samples, offset)
     lookback = ctx.lookback_ms
     upto = f"least(coalesce(nx - 1, ts + {lookback}), ts + {lookback})"
     return ctx.plan.add(
@@ -79,6 +86,29 @@ def _instant_points(ctx: Context, samples: str, offset: int) -> str:
         f"  FROM (SELECT *, lead(ts) OVER (PARTITION BY sid ORDER BY ts) AS nx FROM {samples})\n"
         f"  WHERE NOT stale\n"
         f") WHERE lo_k <= hi_k",
+    )
+
+
+def _sparse_instant_points(ctx: Context, samples: str, offset: int) -> str:
+    """The same points when steps are at least the lookback apart: a sample then lies in the
+    lookback of at most two steps (the first at or after it, and the next when it sits exactly
+    on a step a lookback before), so each step's point is the latest of its few candidates, a
+    GROUP BY instead of a sort of every series' samples. A staleness marker that is the
+    latest leaves the step without a point."""
+    g = ctx.grid
+    first = ctx.plan.add(
+        "firststep",
+        f"SELECT sid, ts, CASE WHEN stale THEN NULL ELSE v END AS v,\n"
+        f"  ceil((ts + {offset} - {g.start_ms}) / {g.step_ms})::BIGINT AS k0\nFROM {samples}",
+    )
+    return ctx.plan.add(
+        "instant",
+        f"SELECT sid, k, v, st FROM (\n"
+        f"  SELECT sid, k0 + j AS k, arg_max_null(v, ts) AS v, max(ts) AS st\n"
+        f"  FROM {first} CROSS JOIN (VALUES (0), (1)) AS _j(j)\n"
+        f"  WHERE k0 + j BETWEEN 0 AND {g.last}\n"
+        f"    AND {g.t('(k0 + j)')} - {offset} - ts <= {ctx.lookback_ms}\n"
+        f"  GROUP BY sid, k0 + j\n) WHERE v IS NOT NULL",
     )
 
 
