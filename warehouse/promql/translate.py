@@ -90,26 +90,35 @@ def _instant_points(ctx: Context, samples: str, offset: int) -> str:
 
 
 def _sparse_instant_points(ctx: Context, samples: str, offset: int) -> str:
-    """The same points when steps are at least the lookback apart: a sample then lies in the
-    lookback of at most two steps (the first at or after it, and the next when it sits exactly
-    on a step a lookback before), so each step's point is the latest of its few candidates, a
-    GROUP BY instead of a sort of every series' samples. A staleness marker that is the
+    """The same points when steps are at least the lookback apart. A sample then lies in the
+    lookback of the first step at or after it, and of the next one only when the lookback
+    equals the step and it sits exactly on a step. So each step's point is the latest sample
+    of its bucket (the samples since the step before), a GROUP BY instead of a sort of every
+    series' samples; with a lookback of one step, a bucket with nothing newer takes the
+    previous bucket's latest when that sits on its step. A staleness marker that is the
     latest leaves the step without a point."""
     g = ctx.grid
-    first = ctx.plan.add(
-        "firststep",
-        f"SELECT sid, ts, CASE WHEN stale THEN NULL ELSE v END AS v,\n"
-        f"  ceil((ts + {offset} - {g.start_ms}) / {g.step_ms})::BIGINT AS k0\nFROM {samples}",
+    reference = f"{g.t('k')} - {offset}"
+    latest = ctx.plan.add(
+        "latest",
+        f"SELECT sid, k, arg_max_null(v, ts) AS v, max(ts) AS st FROM (\n"
+        f"  SELECT sid, ts, CASE WHEN stale THEN NULL ELSE v END AS v,\n"
+        f"    ceil((ts + {offset} - {g.start_ms}) / {g.step_ms})::BIGINT AS k\n"
+        f"  FROM {samples}\n"
+        f") WHERE k BETWEEN -1 AND {g.last} AND {reference} - ts <= {ctx.lookback_ms}\n"
+        f"GROUP BY sid, k",
     )
-    return ctx.plan.add(
-        "instant",
-        f"SELECT sid, k, v, st FROM (\n"
-        f"  SELECT sid, k0 + j AS k, arg_max_null(v, ts) AS v, max(ts) AS st\n"
-        f"  FROM {first} CROSS JOIN (VALUES (0), (1)) AS _j(j)\n"
-        f"  WHERE k0 + j BETWEEN 0 AND {g.last}\n"
-        f"    AND {g.t('(k0 + j)')} - {offset} - ts <= {ctx.lookback_ms}\n"
-        f"  GROUP BY sid, k0 + j\n) WHERE v IS NOT NULL",
-    )
+    if g.step_ms > ctx.lookback_ms:
+        points = f"SELECT sid, k, v, st FROM {latest} WHERE k >= 0"
+    else:
+        points = (
+            f"SELECT sid, k, v, st FROM {latest} WHERE k >= 0\n"
+            f"UNION ALL\n"
+            f"SELECT c.sid, c.k + 1, c.v, c.st FROM {latest} c\n"
+            f"WHERE c.st = {g.t('c.k')} - {offset} AND c.k < {g.last} AND NOT EXISTS (\n"
+            f"  SELECT 1 FROM {latest} n WHERE n.sid = c.sid AND n.k = c.k + 1)"
+        )
+    return ctx.plan.add("instant", f"SELECT sid, k, v, st FROM ({points}) WHERE v IS NOT NULL")
 
 
 def _matrix(node: Any, ctx: Context) -> Value:

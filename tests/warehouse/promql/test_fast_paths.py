@@ -97,5 +97,5 @@ def test_the_fast_paths_are_taken() -> None:
 
     sql = range_query("sum_over_time(x[1h])", T, T + 3_600_000, 600_000).sql
     assert "buckets" in sql
-    assert "firststep" in range_query("x", T, T + 3_600_000, 300_000).sql
-    assert "firststep" not in range_query("x", T, T + 3_600_000, 299_999).sql
+    assert "latest" in range_query("x", T, T + 3_600_000, 300_000).sql
+    assert "latest" not in range_query("x", T, T + 3_600_000, 299_999).sql
