@@ -10,6 +10,9 @@ At each size, one run:
    refreshing the dynamic tables to their own freshness targets).
 2. The feed (soak_feed.py): Prometheus's remote_write of the demo's GPUs × 40 DCGM fields every
    15 s, 2,000 samples a request over 8 connections, stamped now (after the demo's telemetry).
+   As a Prometheus with a target per node sends it, a scrape's requests are spread over the
+   interval (its targets' scrapes are); `--burst` stamps and sends a scrape's all at once, the
+   harsher load earlier runs measured.
 3. Once the first scrape is in, `--dashboards` Grafana users (soak_clients.py), each on its own
    node of NVIDIA's dcgm-exporter dashboard (../shared/data/grafana), refreshed every 30 s:
    every panel for that node and the fleet view, PromQL ranges over the last hour at a 30 s
@@ -158,7 +161,7 @@ def drive(
             run_feed(
                 sender, requests, start=start, duration_s=args.duration_s, interval_s=INTERVAL_S,
                 shards=SHARDS, xid_scrape=math.ceil(args.duration_s / 2 / INTERVAL_S),
-                log=run.feed, stop=stop,
+                log=run.feed, stop=stop, spread=not args.burst,
             )  # fmt: skip
         finally:
             feed_ended.set()
@@ -232,6 +235,9 @@ def main() -> None:
     parser.add_argument("--also-gpus", type=int, default=2_500, help="then this size (0: none)")
     parser.add_argument("--db", help="the demo of --gpus built before (it gains two users)")
     parser.add_argument("--dashboards", type=int, default=4, help="Grafana users, one node each")
+    parser.add_argument(
+        "--burst", action="store_true", help="send each scrape at once, not spread over 15 s"
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: 200 GPUs, 120 s")
     args = parser.parse_args()
     if args.quick:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import cramjam
@@ -146,9 +146,12 @@ class FeedLog:
     xid_stamp_ms: int | None = None
     xid_stored_at: float | None = None  # when its request was answered
 
+    last_offset_s: float = 0.0  # when a scrape's last request is sent, after it is due
+
     def behind(self, interval_s: float) -> int:
-        """Scrapes still being sent when the next was due."""
-        return sum(f > d + interval_s for d, f in zip(self.due_s, self.finished_s, strict=True))
+        """Scrapes whose last request was answered more than an interval after it was sent."""
+        late = self.last_offset_s + interval_s
+        return sum(f > d + late for d, f in zip(self.due_s, self.finished_s, strict=True))
 
 
 class Sender:
@@ -192,34 +195,77 @@ def run_feed(
     xid_scrape: int,
     log: FeedLog,
     stop: threading.Event,
+    spread: bool = True,
 ) -> None:
-    """Scrape k is due at `start` + k × interval (wall clock) while that is before the end."""
-    old = b"\x10" + _varint(PLACEHOLDER_MS)
-    per_request = [PER_REQUEST] * len(requests.raws)
-    per_request[-1] = requests.samples - PER_REQUEST * (len(requests.raws) - 1)
+    """Scrape k is due at `start` + k × interval (wall clock) while that is before the end.
+
+    `spread`: as a Prometheus scraping many targets sends, request i of a scrape's n is
+    stamped and sent i/n of an interval after the scrape is due (Prometheus spreads its
+    targets' scrapes over the interval, and a remote_write shard sends once it holds a
+    request's worth); otherwise every request of a scrape is stamped and sent at once."""
+    n = len(requests.raws)
+    per_request = [PER_REQUEST] * n
+    per_request[-1] = requests.samples - PER_REQUEST * (n - 1)
+    offsets = [i * interval_s / n if spread else 0.0 for i in range(n)]
+    log.last_offset_s = offsets[-1]
+    pending: list[tuple[int, list[int], list[Future[float | None]]]] = []
+
+    def finish(k: int, stamps: list[int], sent: list[Future[float | None]]) -> None:
+        answered = [future.result() for future in sent]
+        log.finished_s.append(time.time() - start)
+        for stamp, samples, at in zip(stamps, per_request, answered, strict=True):
+            if at:
+                log.answered[stamp] = log.answered.get(stamp, 0) + samples
+            else:
+                log.lost_samples += samples
+        log.lags_s.append([at - ms / 1000 for ms, at in zip(stamps, answered, strict=True) if at])
+        if k == xid_scrape:
+            log.xid_stamp_ms, log.xid_stored_at = stamps[requests.xid_at], answered[requests.xid_at]
+
     with ThreadPoolExecutor(shards) as pool:
         k = 0
         while k * interval_s < duration_s:
-            if stop.wait(max(0.0, start + k * interval_s - time.time())):
+            due = start + k * interval_s
+            if stop.wait(max(0.0, due - time.time())):
                 return
-            stamp_ms = round((start + k * interval_s) * 1000)
             log.due_s.append(k * interval_s)
             log.started_s.append(time.time() - start)
             raws = list(requests.raws)
             if k >= xid_scrape:
                 raws[requests.xid_at] = requests.xid_raw
-            new = b"\x10" + _varint(stamp_ms)
-            bodies = [bytes(cramjam.snappy.compress_raw(r.replace(old, new))) for r in raws]
-            answered = list(pool.map(sender.send, bodies))
-            log.finished_s.append(time.time() - start)
-            log.answered[stamp_ms] = sum(
-                n for n, at in zip(per_request, answered, strict=True) if at
-            )
-            log.lost_samples += sum(
-                n for n, at in zip(per_request, answered, strict=True) if not at
-            )
-            log.lags_s.append([at - stamp_ms / 1000 for at in answered if at is not None])
-            if k == xid_scrape:
-                log.xid_stamp_ms, log.xid_stored_at = stamp_ms, answered[requests.xid_at]
+            stamps = [round((due + offset) * 1000) for offset in offsets]
+            sent = _send(pool, sender, raws, due, offsets, stamps, stop, spread)
+            if sent is None:
+                return
+            while pending:  # the scrape before, answered while this one was sent
+                finish(*pending.pop(0))
+            pending.append((k, stamps, sent))
+            if not spread:
+                finish(*pending.pop(0))
             k += 1
+        while pending:
+            finish(*pending.pop(0))
     stop.wait(max(0.0, start + duration_s - time.time()))  # the run lasts its whole length
+
+
+_PLACEHOLDER = b"\x10" + _varint(PLACEHOLDER_MS)
+
+
+def _send(
+    pool: ThreadPoolExecutor,
+    sender: Sender,
+    raws: list[bytes],
+    due: float,
+    offsets: list[float],
+    stamps: list[int],
+    stop: threading.Event,
+    spread: bool,
+) -> list[Future[float | None]] | None:
+    """Each request stamped and handed to a shard at its time; None once stopped."""
+    sent = []
+    for raw, offset, stamp in zip(raws, offsets, stamps, strict=True):
+        if spread and stop.wait(max(0.0, due + offset - time.time())):
+            return None
+        body = raw.replace(_PLACEHOLDER, b"\x10" + _varint(stamp))
+        sent.append(pool.submit(sender.send, bytes(cramjam.snappy.compress_raw(body))))
+    return sent

@@ -130,7 +130,8 @@ def report(soak: Soak) -> None:
     built = f"demo built in {soak.built_s:.0f} s; " if soak.built_s is not None else ""
     print(f"\n### {soak.gpus:,} GPUs, {soak.duration_s:g} s\n")
     print(f"{built}{soak.gpus:,} GPUs × 40 fields = {per_scrape:,} samples every "
-          f"{soak.interval_s:g} s, 2,000 a request over {soak.shards} connections, "
+          f"{soak.interval_s:g} s, 2,000 a request over {soak.shards} connections"
+          f"{', spread over the interval' if f.last_offset_s else ', all at once'}, "
           f"{len(f.due_s)} scrapes; {soak.dashboards} Grafana users, each refreshing every "
           "30 s; a BI client every 10 s; XID 79 at half time\n")  # fmt: skip
     lags = [lag for scrape in f.lags_s for lag in scrape]
@@ -142,7 +143,8 @@ def report(soak: Soak) -> None:
         print(f"| {name} | {pct(values, 0.5):.2f} | {pct(values, 0.99):.2f} | "
               f"{max(values, default=float('nan')):.2f} |")  # fmt: skip
     behind = f.behind(soak.interval_s)
-    print(f"\nbacklog: {behind} of {len(f.due_s)} scrapes still sending when the next was due; "
+    print(f"\nbacklog: {behind} of {len(f.due_s)} scrapes with a request answered over "
+          f"{soak.interval_s:g} s after it was sent; "
           f"latest start {max(late, default=0):.2f} s after its time\n")  # fmt: skip
     lat = soak.latencies
     print("| client | requests | median s | p90 s | max s |")
