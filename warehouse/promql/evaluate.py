@@ -173,8 +173,7 @@ def _raw_matrix(node: Any, grid: Grid) -> Compiled:
     lo = hi - ms(node.range)
     plan = Plan(grid)
     groups = source.matchers_of(vs)
-    series = source.select(plan, groups, lo, hi)
-    samples = source.samples(plan, series, lo, hi, groups)
+    series, samples = source.selection(plan, groups, lo, hi)
     sql = plan.query(
         f"SELECT to_json(s.labels)::VARCHAR AS labels, list(p.ts ORDER BY p.ts) AS ks,\n"
         f"  list(p.v ORDER BY p.ts) AS vs\n"

@@ -82,15 +82,17 @@ class Plan:
     grid: Grid
     ctes: list[tuple[str, str]] = field(default_factory=list)
 
-    def add(self, prefix: str, sql: str) -> str:
+    def add(self, prefix: str, sql: str, *, inline: bool = False) -> str:
+        """A CTE of `sql`; `inline`: written into each query that reads it (NOT MATERIALIZED),
+        so that a column no reader needs is never computed."""
         name = f"{prefix}{len(self.ctes)}"
-        self.ctes.append((name, sql))
+        self.ctes.append((f"{name} AS NOT MATERIALIZED" if inline else f"{name} AS", sql))
         return name
 
     def query(self, tail: str) -> str:
         if not self.ctes:
             return tail
-        body = ",\n".join(f"{name} AS (\n{sql}\n)" for name, sql in self.ctes)
+        body = ",\n".join(f"{head} (\n{sql}\n)" for head, sql in self.ctes)
         return f"WITH {body}\n{tail}"
 
     def steps(self) -> str:

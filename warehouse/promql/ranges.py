@@ -51,8 +51,7 @@ def _selector_window(node: Any, ctx: Context) -> Window:
     range_ms, offset = ms(node.range), ms(vs.offset)
     groups = source.matchers_of(vs)
     lo, hi = ctx.grid.start_ms - offset - range_ms, ctx.grid.end_ms - offset
-    series = source.select(ctx.plan, groups, lo, hi)
-    samples = source.samples(ctx.plan, series, lo, hi, groups)
+    series, samples = source.selection(ctx.plan, groups, lo, hi)
     rows = _spread_samples(ctx, samples, range_ms, offset)
     return Window(series, rows, range_ms, offset, source.metric_of(groups))
 
@@ -224,8 +223,7 @@ def _by_buckets(name: str, matrix: Any, ctx: Context) -> Vector:
     range_ms, offset = ms(node.range), ms(vs.offset)
     groups = source.matchers_of(vs)
     lo, hi = ctx.grid.start_ms - offset - range_ms, ctx.grid.end_ms - offset
-    series = source.select(ctx.plan, groups, lo, hi)
-    samples = source.samples(ctx.plan, series, lo, hi, groups)
+    series, samples = source.selection(ctx.plan, groups, lo, hi)
     points = buckets.points(ctx, samples, name, range_ms, offset)
     vector = Vector(series, points, True, False, source.metric_of(groups))
     if name == "last_over_time":

@@ -53,8 +53,7 @@ def _vector_selector(node: Any, ctx: Context) -> Value:
         g = c.grid
         lo = g.start_ms - offset - c.lookback_ms
         hi = g.end_ms - offset
-        series = source.select(c.plan, groups, lo, hi)
-        samples = source.samples(c.plan, series, lo, hi, groups)
+        series, samples = source.selection(c.plan, groups, lo, hi)
         return Vector(
             series, _instant_points(c, samples, offset), True, True, source.metric_of(groups)
         )
