@@ -212,7 +212,7 @@ def run_feed(
 
     def finish(k: int, stamps: list[int], sent: list[Future[float | None]]) -> None:
         answered = [future.result() for future in sent]
-        log.finished_s.append(time.time() - start)
+        log.finished_s.append(max((at for at in answered if at), default=time.time()) - start)
         for stamp, samples, at in zip(stamps, per_request, answered, strict=True):
             if at:
                 log.answered[stamp] = log.answered.get(stamp, 0) + samples

@@ -126,7 +126,7 @@ def _drain_s(soak: Soak) -> float | None:
 
 def report(soak: Soak) -> None:
     f = soak.feed
-    per_scrape = soak.feed.answered and max(soak.feed.answered.values())
+    per_scrape = soak.gpus * 40
     built = f"demo built in {soak.built_s:.0f} s; " if soak.built_s is not None else ""
     print(f"\n### {soak.gpus:,} GPUs, {soak.duration_s:g} s\n")
     print(f"{built}{soak.gpus:,} GPUs × 40 fields = {per_scrape:,} samples every "
