@@ -187,10 +187,10 @@ def selection(
 ) -> tuple[str, str]:
     """CTEs of the series the matchers select (as `select`) and of their samples in
     [lo_ms, hi_ms]: sid, ts (ms), v, stale (a staleness marker: where the series ended).
-    The gpu_series rows are matched and their samples read
-    without their label maps, and the series CTE is written into each reader: a map is built
-    only where labels are read (an aggregation without `by` reads none). A map costs ~5 µs a
-    series, and a day of job label changes at 10,000 GPUs leaves ~67,000 series of a metric."""
+    The gpu_series rows are matched and their samples read without their label maps, and the
+    series CTE is written into each reader: a map is built only where labels are read (an
+    aggregation without `by` reads none). A map costs ~5 µs a series, and a day of job label
+    changes at 10,000 GPUs leaves ~67,000 series of a metric."""
     found = plan.add(
         "found",
         f"SELECT r.series_id::BIGINT AS sid, r.metric, r.host, r.gpu, r.uuid, r.labels\n"
