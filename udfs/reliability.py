@@ -119,7 +119,7 @@ def interruption_probability(gpus: Num, hours: Num, faults_per_1k_node_days: Num
 
     Example:
         >>> round(interruption_probability(1024, 24, 3.79), 3)
-        0.385
+        0.384
     """
     expected = faults_per_1k_node_days / 1000 * gpus / GPUS_PER_NODE * hours / 24
     # 1 − exp(−x) loses its digits for small x, where the series is exact to double precision
