@@ -146,7 +146,8 @@ def _failure(
         xid, lead = int(rng.choice(SUDDEN_XIDS, p=SUDDEN_P)), 0.0
     repair = float(rng.lognormal(np.log(config.repair_h_median), 1.0))
     gpu = int(rng.integers(GPUS_PER_HOST))
-    return Failure(host, gpu, float(at), xid, warned, lead, refault, repair)
+    # whole seconds: the failure's XID sample, its ticket and its truth name the same instant
+    return Failure(host, gpu, round(at * 3600) / 3600, xid, warned, lead, refault, repair)
 
 
 def _precursors(failure: Failure, rng: np.random.Generator) -> list[Event]:
