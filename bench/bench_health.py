@@ -42,7 +42,10 @@ def run(cfg: SimConfig, folder: Path) -> evaluate.Score:
         reported = time.perf_counter()
         windows = cur.execute("SELECT count(*) FROM gpu_windows").fetchone()
         cur.close()
-    scored = evaluate.score(findings, evaluate.truth(cluster), cluster.telemetry.columns)
+    scored = evaluate.score(
+        findings, evaluate.truth(cluster), cluster.telemetry.columns,
+        interval_s=cluster.config.interval_s,
+    )  # fmt: skip
     print(f"\n### {cfg.gpus:,} GPUs x {cfg.hours:g} h, {cfg.faults} faults of each kind\n")
     print(f"{samples:,} samples, {windows[0] if windows else 0:,} gpu_windows rows, "
           f"{len(findings):,} findings; simulate {built - started:.1f} s, load + refresh "

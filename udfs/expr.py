@@ -207,6 +207,7 @@ def _function(sql_name: str, numpy_function: Any) -> Callable[..., Num]:
 minimum = _function("least", np.minimum)
 maximum = _function("greatest", np.maximum)
 sqrt = _function("sqrt", np.sqrt)
+exp = _function("exp", np.exp)
 ceil = _function("ceil", np.ceil)
 floor = _function("floor", np.floor)
 log2 = _function("log2", np.log2)

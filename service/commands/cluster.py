@@ -129,6 +129,35 @@ def _sim_config(
     show_default=True,
     help="Hours of job history before the telemetry starts.",
 )
+@click.option(
+    "--fleet-days",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Also write this many days of the fleet's failure history from --start: fault tickets, "
+    "their XIDs and precursors as DCGM text, truth/failures.csv (0: none).",
+)
+@click.option(
+    "--precursor-share",
+    type=click.FloatRange(0, 1),
+    default=0.25,
+    show_default=True,
+    help="--fleet-days: share of failures with a precursor (XID 79/119 never have one).",
+)
+@click.option(
+    "--refault-7d",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=0.30,
+    show_default=True,
+    help="--fleet-days: chance a repaired node fails again within 7 days (lemon servers).",
+)
+@click.option(
+    "--sbe-bursts",
+    type=click.FloatRange(min=0),
+    default=2.0,
+    show_default=True,
+    help="--fleet-days: harmless bursts of corrected ECC errors per 1,000 GPU-days.",
+)
 def simulate(
     out: Path,
     gpus: int,
@@ -140,9 +169,15 @@ def simulate(
     nccl_probe_s: float,
     start: str | None,
     warmup_hours: float,
+    fleet_days: float,
+    precursor_share: float,
+    refault_7d: float,
+    sbe_bursts: float,
 ) -> None:
     """Write a synthetic cluster in the real formats (DCGM text, sacct, scontrol, inventory CSV,
-    Parquet) and its ground truth (which job held which GPU, and what its GPUs reported)."""
+    Parquet) and its ground truth (which job held which GPU, and what its GPUs reported); with
+    --fleet-days, also the fleet's failure history at Llama 3's rate (warehouse/simulate/
+    failures.py: failures mostly without warning, harmless ECC bursts, lemon servers)."""
     from warehouse.simulate import simulate_cluster, write_formats
 
     start_at = _parse_start(start)
@@ -157,6 +192,22 @@ def simulate(
         f"wrote {count} files to {out}: {cluster.nodes.num_rows:,} hosts, "
         f"{cluster.jobs.num_rows:,} jobs, {cluster.sample_count:,} telemetry samples"
     )
+    if fleet_days > 0:
+        from warehouse.simulate.failures import FleetConfig, draw_fleet, write_fleet
+
+        fleet = draw_fleet(
+            FleetConfig(
+                gpus=gpus, days=fleet_days, start=config.start, seed=seed,
+                precursor_share=precursor_share, refault_7d=refault_7d,
+                sbe_bursts_per_1k_gpu_days=sbe_bursts,
+            )
+        )  # fmt: skip
+        write_fleet(fleet, out, cluster.nodes.column("host").to_pylist())
+        warned = sum(f.precursor for f in fleet.failures)
+        print(
+            f"fleet history: {len(fleet.failures):,} failures over {fleet_days:g} days "
+            f"({warned:,} with a precursor) in faults/tickets.csv and dcgm/fleet_events.prom"
+        )
 
 
 @click.command()

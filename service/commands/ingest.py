@@ -23,7 +23,7 @@ from service.commands.common import open_engine, read_options
 @click.option(
     "--trace-start",
     metavar="ISO",
-    help="pods: wall-clock time the trace's relative times count from.",
+    help="pods, faults: wall-clock time the trace's relative times count from.",
 )
 @click.option("--table", help="csv/parquet (and inventory): the table to load into.")
 @click.option(
@@ -48,8 +48,9 @@ def ingest(
     """Read FORMAT files (a file, a folder, or - for stdin) into the warehouse.
 
     FORMAT is one of dcgm, nvidia-smi, sacct, scontrol, pods, nccl-tests, inventory, parquet,
-    csv. Each file is one batch and one transaction; the same content twice is a no-op (--force
-    to redo).
+    csv, faults (a fault trace, a CSV/ndjson fault list, sinfo -R or scontrol show node output).
+    Each file is one batch and one transaction; the same content twice is a no-op (--force to
+    redo).
     """
     from warehouse.ingest import ingest as run_ingest
 

@@ -183,6 +183,8 @@ def _own_tables(tree: exp.Expression) -> list[str]:
     base, reference and dynamic tables only."""
     found = []
     views = {t.name for t in declared() if t.view and not t.lake}
+    # declared tables `wanka export --lake` does not write (fault history, risk settings, ...)
+    unexported = {t.name for t in declared() if not (t.view or t.lake or t.reference)}
     for table in tree.find_all(exp.Table):
         problem = None
         if table.db.lower() == "wanka":
@@ -192,6 +194,8 @@ def _own_tables(tree: exp.Expression) -> list[str]:
             )
         elif not table.db and table.name.lower() in views:
             problem = f"{table.name} is a view over wanka's own tables, {UNCARRIED}"
+        elif not table.db and table.name.lower() in unexported:
+            problem = f"{table.name} is not exported to the lake, {UNCARRIED}"
         if problem and problem not in found:
             found.append(problem)
     return found

@@ -11,6 +11,11 @@ earlier than its start and within `within` windows of it; a flag of a kind's rul
 host without a fault of that kind (or before it started) is a false positive. The confusion
 table counts, per true kind, the faults each kind's rules flagged at any time after the start,
 and, in the row `none`, the flagged GPUs and hosts with no fault at all.
+
+Detection is timed from the fault's first symptom; what an operator needs is time before the
+failure. For the kinds that end in one (`ecc_climb`: its XID on the scrape before `end_at`), the
+lead column gives the minutes from the first flag to the failure itself, for the faults flagged
+before it failed (a flag at or after the failure is no warning).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ KIND_OF_RULE = {
     "nccl_busbw": "bad_nic",
 }  # fmt: skip
 HOST_KINDS = ("silent_host", "bad_nic")
+#: Kinds whose fault ends in a failure: its XID on the last scrape of the fault.
+FAILING = ("ecc_climb",)
 OTHER = "other"
 
 
@@ -80,6 +87,7 @@ class KindScore:
     flagged: int  # units the kind's rules flagged
     false_positives: int
     delays_windows: tuple[float, ...]  # of the detected ones
+    leads_min: tuple[float, ...] = ()  # first flag to the failure, of those flagged before it
 
     @property
     def precision(self) -> float:
@@ -111,14 +119,22 @@ def score(
     gpus: int,
     within: int = 5,
     gpus_per_host: int = 8,
+    interval_s: float = 0.0,
 ) -> Score:
-    """Score `findings` (health.findings) against `faults` (truth rows) on a fleet of `gpus`."""
+    """Score `findings` (health.findings) against `faults` (truth rows) on a fleet of `gpus`;
+    `interval_s`, the scrape interval, places a failure on the scrape before `end_at`."""
     first: dict[tuple[str, str, int | None], datetime] = {}  # (kind, unit) -> first flag
     for f in findings:
         kind = KIND_OF_RULE.get(f["rule"], OTHER)
         key = (kind, *_unit(kind, f["host"], f["gpu"]))
         first[key] = min(first.get(key, f["flagged_at"]), f["flagged_at"])
     starts = {(t["kind"], *_unit(t["kind"], t["host"], t["gpu"])): t["start_at"] for t in faults}
+    fails = {
+        (t["kind"], *_unit(t["kind"], t["host"], t["gpu"])): t["end_at"]
+        - timedelta(seconds=interval_s)
+        for t in faults
+        if t["kind"] in FAILING and t["end_at"] is not None
+    }
     kinds = []
     for kind in KINDS:
         mine = {k: v for k, v in starts.items() if k[0] == kind}
@@ -127,8 +143,14 @@ def score(
         delays = [(flags[k] - s) / window for k, s in mine.items() if k in flags and flags[k] >= s]
         on_time = [d for d in delays if d <= within]
         wrong = [k for k, v in flags.items() if k not in mine or v < mine[k]]
+        leads = [
+            (fails[k] - flags[k]).total_seconds() / 60
+            for k in mine
+            if k in fails and k in flags and mine[k] <= flags[k] < fails[k]
+        ]
         kinds.append(KindScore(kind, len(mine), len(on_time), len(delays) - len(on_time),
-                               len(flags), len(wrong), tuple(sorted(on_time))))  # fmt: skip
+                               len(flags), len(wrong), tuple(sorted(on_time)),
+                               tuple(sorted(leads))))  # fmt: skip
     confusion: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for (kind, host, gpu), start in starts.items():
         for (found, fhost, fgpu), at in first.items():
@@ -153,14 +175,20 @@ def render(scored: Score, within: int = 5) -> str:
     """The per-kind table and the confusion table, as text."""
     lines = [
         f"{'fault kind':<12} {'faults':>6} {'found':>6} {'late':>5} {'flagged':>7} "
-        f"{'false+':>6} {'precision':>9} {'recall':>6}  delay, windows (median / max)"
+        f"{'false+':>6} {'precision':>9} {'recall':>6}  {'lead to failure, min':>20}  "
+        "delay, windows (median / max)"
     ]
     for k in scored.kinds:
         delay = sorted(k.delays_windows)
         med = f"{delay[len(delay) // 2]:.1f} / {delay[-1]:.1f}" if delay else "-"
+        lead = (
+            f"{k.leads_min[len(k.leads_min) // 2]:.0f} (median of {len(k.leads_min)})"
+            if k.leads_min
+            else "-"
+        )
         lines.append(
             f"{k.kind:<12} {k.faults:>6} {k.detected:>6} {k.late:>5} {k.flagged:>7} "
-            f"{k.false_positives:>6} {k.precision:>9.3f} {k.recall:>6.3f}  {med}"
+            f"{k.false_positives:>6} {k.precision:>9.3f} {k.recall:>6.3f}  {lead:>20}  {med}"
         )
     columns = [*KINDS, OTHER]
     lines += ["", "confusion: true kind (rows) x kind of the rule that flagged it (columns), "

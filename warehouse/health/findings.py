@@ -17,6 +17,7 @@ from typing import Any
 
 import duckdb
 
+from warehouse.health import risk
 from warehouse.tsdb.relations import BATCHES, SERIES
 
 STATES = ("ok", "watch", "drain", "replace")
@@ -43,6 +44,7 @@ def refresh_inputs(cur: duckdb.DuckDBPyConnection) -> None:
             "INSERT OR REPLACE INTO wanka.settings VALUES (?, ?, now())",
             [_KEY, signature[0] if signature else None],
         )
+    risk.refresh(cur)  # node_risk: beside each state, how likely the node is to fail soon
 
 
 #: What health_findings was last recomputed from: the newest batch of each table it reads
@@ -119,6 +121,9 @@ def report(cur: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     rules = cur.execute(
         "SELECT rule, state, threshold, window_s, description FROM wanka.health_rules ORDER BY rule"
     ).fetchall()
+    scored = risk.of_nodes(cur, list(nodes))
+    for host, node in nodes.items():  # risk beside state: null where node_risk has no evidence
+        node["risk"] = scored.get(host)
     return {
         "as_of": _iso(as_of[0]),
         "counts": {
@@ -130,6 +135,7 @@ def report(cur: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         "gpus": worst,
         "nodes": sorted(nodes.values(), key=lambda n: (-STATES.index(n["state"]), n["host"])),
         "rules": [dict(zip(_RULE_COLUMNS, r, strict=True)) for r in rules],
+        "risk": risk.summary(cur),
     }
 
 
@@ -158,4 +164,5 @@ def render(found: dict[str, Any], limit: int = 50) -> str:
             )
     if len(entries) > limit:
         lines.append(f"... and {len(entries) - limit:,} more (--format json for all)")
+    lines.extend(risk.render(found.get("risk") or {"nodes": [], "counts": {}}))
     return "\n".join(lines)

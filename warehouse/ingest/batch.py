@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute
 
 from warehouse.errors import UserError
+from warehouse.faults import signals
 from warehouse.ingest import sources
 from warehouse.ingest.base import FORMATS, Format, Parsed, ReadContext, ReadOptions, Reject, Source
 from warehouse.jobs import attribution
@@ -117,6 +118,7 @@ def ingest_source(
         telemetry.finish()  # job labels first: the whole-node rows give way to them
         if result.rows:
             attribution.after_ingest(cur, batch_id, set(result.rows))
+            signals.after_ingest(cur, batch_id, set(result.rows))
         if result.total_rows == 0 and result.rejected:
             reason = result.first_reject.reason if result.first_reject else "unreadable"
             where = (

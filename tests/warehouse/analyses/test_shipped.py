@@ -45,7 +45,18 @@ SLOW_GPU = (
     "job_gpus GROUP BY job_id HAVING count(DISTINCT (host, gpu)) >= 16 ORDER BY job_id LIMIT 1) "
     "ORDER BY host, gpu LIMIT 1)"
 )
-DEMO_SETUP = {"stragglers": SLOW_GPU}
+#: The demo's simulated cluster files no fault tickets: three faults on each of five hosts, a
+#: week apart, the last still open.
+SOME_FAULTS = (
+    "INSERT INTO node_faults (node, start_at, end_at, class, source) "
+    "SELECT host, TIMESTAMPTZ '2026-01-01' + to_days(7 * i), "
+    "CASE WHEN i < 2 THEN TIMESTAMPTZ '2026-01-01' + to_days(7 * i) + INTERVAL 5 HOUR END, "
+    "'GPU', 'csv' FROM (SELECT host FROM nodes ORDER BY host LIMIT 5), range(3) t(i)"
+)
+DEMO_SETUP = {"stragglers": SLOW_GPU} | {
+    name: SOME_FAULTS
+    for name in ("fault_rates", "fault_repair_times", "fault_repeat", "fault_weibull")
+}
 
 
 def test_the_operators_questions_are_all_there() -> None:

@@ -21,8 +21,8 @@ from warehouse.query.executor import execute
 SHIPPED = sorted(p.stem for p in shipped_folder().glob("*.sql"))
 
 
-#: A demo without faults may rightly have no health finding.
-MAY_BE_EMPTY = {"health_findings"}
+#: A demo without faults may rightly have no health finding, and no evidence of risk.
+MAY_BE_EMPTY = {"health_findings", "node_risk", "node_risk_fleet", "gpu_risk"}
 
 
 def same_rows(cur: duckdb.DuckDBPyConnection, name: str) -> None:

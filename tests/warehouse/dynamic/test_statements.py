@@ -216,12 +216,16 @@ def test_shipped_definitions_install(eng: Engine) -> None:
     assert sorted(install_shipped(eng)) == [
         "energy_cluster_daily",
         "gpu_hourly_host",
+        "gpu_risk",
         "gpu_windows",
         "health_findings",
         "job_gpu_hours_daily",
         "job_gpu_usage",
         "job_gpu_usage_by_gpu",
         "job_gpu_usage_daily",
+        "node_risk",
+        "node_risk_fleet",
+        "node_risk_settings",
         "xid_errors_by_model",
     ]
     assert install_shipped(eng) == []
@@ -237,6 +241,11 @@ def test_shipped_definitions_install(eng: Engine) -> None:
         "job_gpu_usage_by_gpu": "groups",
         "job_gpu_usage": "groups",
         "xid_errors_by_model": "groups",
+        # the risk score: the fleet's row and every node's decay move with each new piece
+        "node_risk_fleet": "groups",
+        "node_risk_settings": "aggregate",
+        "node_risk": "groups",
+        "gpu_risk": "groups",
     }
 
 

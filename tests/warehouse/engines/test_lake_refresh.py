@@ -89,6 +89,8 @@ def test_appends_refresh_their_windows_and_a_rerun_does_nothing(
     agree_with_definitions(lake)
     again = {r.name: r.mode for r in refresh_lake(engine, lake)}
     assert again.pop("health_findings") == "skipped"  # wanka's own tables: not in the lake
+    for risk in ("node_risk", "node_risk_fleet", "node_risk_settings", "gpu_risk"):
+        assert again.pop(risk) == "skipped"  # its evidence is not exported to the lake
     assert set(again.values()) == {"unchanged"}
 
 

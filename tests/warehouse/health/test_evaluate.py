@@ -25,7 +25,9 @@ def scored(db: Path, cfg: SimConfig) -> evaluate.Score:
         cur = engine.cursor()
         findings = health.findings(cur)
         cur.close()
-    result = evaluate.score(findings, evaluate.truth(cluster), cluster.telemetry.columns)
+    result = evaluate.score(
+        findings, evaluate.truth(cluster), cluster.telemetry.columns, interval_s=cfg.interval_s
+    )
     print(f"\n{cfg.gpus} GPUs x {cfg.hours} h, seed {cfg.seed}, {cfg.faults} faults per kind")
     print(evaluate.render(result))
     return result
@@ -49,6 +51,11 @@ def test_every_injected_fault_is_found_in_time_and_nothing_else(fresh_db: Path, 
         assert max(k.delays_windows) <= 5, table
     assert result.healthy_flagged == 0, table
     assert all(result.confusion[kind].get(kind) == 3 for kind in KINDS), table
+    # lead time against the failure itself (the XID that ends a climb), not its first symptom:
+    # each climb lasts 1-3 h and is flagged within 5 windows of its start
+    leads = result.kind("ecc_climb").leads_min
+    assert len(leads) == 3 and all(30 <= lead <= 180 for lead in leads), table
+    assert "lead to failure, min" in table
 
 
 def test_a_run_without_faults_flags_under_one_percent(fresh_db: Path) -> None:

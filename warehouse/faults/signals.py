@@ -1,0 +1,43 @@
+"""node_signals: the evidence of node_risk, derived in the transaction of the ingest that
+brought it (sql/faults/node_signals.sql), so that node_risk refreshes from one tracked table.
+
+Rows written to node_faults, jobs or the telemetry by SQL DML rather than an ingest are not
+seen here until `rebuild` runs (`wanka refresh node_risk --full` does not: it reads
+node_signals as it is).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import duckdb
+
+from warehouse.kernel import catalog
+
+#: The tables whose new rows may carry evidence.
+SOURCES = frozenset({"node_faults", "jobs", "gpu_metrics", "gpu_events"})
+
+
+@cache
+def _insert_sql() -> str:
+    return (catalog.sql_dir() / "faults" / "node_signals.sql").read_text(encoding="utf-8")
+
+
+def after_ingest(cur: duckdb.DuckDBPyConnection, batch_id: int, tables: set[str]) -> None:
+    """Add the evidence batch `batch_id` brought, when it wrote a table that carries some."""
+    if tables & SOURCES:
+        cur.execute(_insert_sql(), {"batch_id": batch_id})
+
+
+def rebuild(cur: duckdb.DuckDBPyConnection) -> int:
+    """Derive node_signals again from every batch of its sources; the rows it now holds."""
+    cur.execute("DELETE FROM node_signals")
+    batches = cur.execute(
+        "SELECT DISTINCT batch_id FROM node_faults UNION SELECT DISTINCT batch_id FROM jobs "
+        "UNION SELECT DISTINCT batch_id FROM gpu_events ORDER BY 1"
+    ).fetchall()
+    for (batch_id,) in batches:
+        if batch_id is not None:
+            cur.execute(_insert_sql(), {"batch_id": batch_id})
+    found = cur.execute("SELECT count(*) FROM node_signals").fetchone()
+    return int(found[0]) if found else 0
