@@ -1,0 +1,78 @@
+"""Binds the AI functions' Python bodies on a connection; the SQL names are macros of 0024.
+
+`sql/schema/0024_ai_functions.sql` defines what users call (`ai_embed`, `ai_similarity`,
+`ai_classify`, `ai_gen`, `ai_extract`, `ai_summarize`, `ai_agg` and the `_detail` forms) as
+macros with Hologres's and Snowflake's names and argument order, overloaded by argument count.
+They call the bodies bound here, whose names start with `wanka_ai_` (user SQL may not call
+those: `warehouse.ai.grants`).
+
+Bodies are made once per process and kept for its life: DuckDB keeps a body alive only as long
+as the connection object it was bound on, while that connection's cursors may still call it
+(the same reason as `udfs.registry._body`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any, cast
+
+import duckdb
+from duckdb.func import FunctionNullHandling, PythonUDFType
+
+from warehouse.ai import local
+
+#: (name, body, parameter types, return type) of the bodies that need only the embedded model.
+LOCAL: tuple[tuple[str, Callable[..., Any], list[str], str], ...] = (
+    ("wanka_ai_embed_local", local.embed_body, ["VARCHAR"], local.VECTOR),
+    (
+        "wanka_ai_classify_local",
+        local.classify_body,
+        ["VARCHAR", "VARCHAR[]", f"{local.EXAMPLE}[]"],
+        "VARCHAR",
+    ),
+)
+#: The SQL functions users call, as defined in 0024 (the planner treats them as deterministic).
+SQL_NAMES = frozenset(
+    {
+        "ai_embed",
+        "ai_similarity",
+        "ai_classify",
+        "ai_gen",
+        "ai_extract",
+        "ai_summarize",
+        "ai_agg",
+        "ai_gen_detail",
+        "ai_extract_detail",
+        "ai_summarize_detail",
+        "ai_embed_detail",
+        "wanka_ai_vector",
+    }
+)
+
+
+def bind(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    body: Callable[..., Any],
+    params: list[str],
+    returns: str,
+) -> None:
+    """Bind one Arrow body, replacing an earlier binding of the name on `con`."""
+    with contextlib.suppress(duckdb.InvalidInputException):
+        con.remove_function(name)
+    con.create_function(
+        name,
+        body,
+        cast(Any, params),
+        cast(Any, returns),
+        type=PythonUDFType.ARROW,
+        null_handling=FunctionNullHandling.SPECIAL,
+        side_effects=False,
+    )
+
+
+def register(con: duckdb.DuckDBPyConnection) -> None:
+    """Bind the bodies of the embedded model's functions on `con` (and so its cursors)."""
+    for name, body, params, returns in LOCAL:
+        bind(con, name, body, params, returns)
