@@ -45,12 +45,67 @@ CREATE TABLE wanka.ai_cache (
 CREATE MACRO wanka_ai_vector(x) AS
     CASE WHEN typeof(x) = 'VARCHAR' THEN wanka_ai_embed_local(x::VARCHAR) ELSE x::FLOAT[256] END;
 
--- ai_embed(text [, model]): the embedded model's FLOAT[256], or a registered model's FLOAT[]
-CREATE MACRO ai_embed(text) AS wanka_ai_embed_local(text);
+-- A JSON object given as text or as a DuckDB value ({'max_tokens': 20}), as text.
+CREATE MACRO wanka_ai_json_text(x) AS
+    CASE WHEN typeof(x) = 'VARCHAR' THEN x::VARCHAR ELSE to_json(x)::VARCHAR END;
 
--- ai_similarity(a, b): cosine similarity of two texts, or of a text and an embedding
+-- What the _detail forms return: the answer, the error, and a note (a text that was cut).
+CREATE MACRO wanka_ai_detail(answer) AS
+    json_transform(answer, '{"value": "VARCHAR", "error": "VARCHAR", "note": "VARCHAR"}');
+
+-- Every function that calls a registered model passes the transaction's id: its call budget
+-- holds per query (per transaction inside BEGIN ... COMMIT). on_error: 'null' (a failed row
+-- gives NULL), 'raise' (it stops the query) or 'detail'.
+
+-- ai_embed(text [, model]): the embedded model's FLOAT[256], or a registered model's FLOAT[]
+CREATE MACRO ai_embed(text) AS wanka_ai_embed_local(text),
+    (text, model, on_error := 'null') AS
+        wanka_ai_embed_model(model, text, on_error, current_transaction_id());
+
+-- ai_similarity(a, b [, model]): cosine similarity of two texts, or of a text and an embedding
 CREATE MACRO ai_similarity(a, b) AS
-    array_cosine_similarity(wanka_ai_vector(a), wanka_ai_vector(b))::DOUBLE;
+        array_cosine_similarity(wanka_ai_vector(a), wanka_ai_vector(b))::DOUBLE,
+    (a, b, model) AS list_cosine_similarity(
+        wanka_ai_embed_model(model, a, 'null', current_transaction_id()),
+        wanka_ai_embed_model(model, b, 'null', current_transaction_id()))::DOUBLE;
+
+-- ai_gen(prompt [, model, params]): a chat model's answer; params a JSON object (max_tokens, ...)
+CREATE MACRO ai_gen(prompt) AS
+        wanka_ai_call('gen', '', prompt, '{}', 'null', current_transaction_id()),
+    (prompt, model, params := '{}', on_error := 'null') AS
+        wanka_ai_call('gen', model, prompt, wanka_ai_json_text(params), on_error,
+                      current_transaction_id());
+CREATE MACRO ai_gen_detail(prompt, model, params := '{}') AS wanka_ai_detail(
+    wanka_ai_call('gen', model, prompt, wanka_ai_json_text(params), 'detail',
+                  current_transaction_id()));
+
+-- ai_extract(text, json_schema [, model]) -> JSON: an object following the schema
+CREATE MACRO ai_extract(text, json_schema) AS
+        wanka_ai_call('extract', '', text, wanka_ai_json_text(json_schema), 'null',
+                      current_transaction_id())::JSON,
+    (text, json_schema, model, on_error := 'null') AS
+        wanka_ai_call('extract', model, text, wanka_ai_json_text(json_schema), on_error,
+                      current_transaction_id())::JSON;
+CREATE MACRO ai_extract_detail(text, json_schema, model) AS wanka_ai_detail(
+    wanka_ai_call('extract', model, text, wanka_ai_json_text(json_schema), 'detail',
+                  current_transaction_id()));
+
+-- ai_summarize(text [, model])
+CREATE MACRO ai_summarize(text) AS
+        wanka_ai_call('summarize', '', text, '', 'null', current_transaction_id()),
+    (text, model, on_error := 'null') AS
+        wanka_ai_call('summarize', model, text, '', on_error, current_transaction_id());
+CREATE MACRO ai_summarize_detail(text, model) AS wanka_ai_detail(
+    wanka_ai_call('summarize', model, text, '', 'detail', current_transaction_id()));
+
+-- ai_agg(text, task [, model]): an aggregate; the group's rows, sorted, one per line, and the
+-- task ('list the distinct causes') go to the model in one request
+CREATE MACRO ai_agg(text, task) AS
+        wanka_ai_call('agg', '', array_to_string(list(text ORDER BY text), chr(10)), task,
+                      'null', current_transaction_id()),
+    (text, task, model, on_error := 'null') AS
+        wanka_ai_call('agg', model, array_to_string(list(text ORDER BY text), chr(10)), task,
+                      on_error, current_transaction_id());
 
 -- ai_classify(text, labels [, examples]): one of labels or NULL; examples are a list of
 -- {'input': text, 'label': label}: the label of the nearest example wins

@@ -14,13 +14,15 @@ as the connection object it was bound on, while that connection's cursors may st
 from __future__ import annotations
 
 import contextlib
+import inspect
+import weakref
 from collections.abc import Callable
 from typing import Any, cast
 
 import duckdb
 from duckdb.func import FunctionNullHandling, PythonUDFType
 
-from warehouse.ai import local
+from warehouse.ai import local, remote
 
 #: (name, body, parameter types, return type) of the bodies that need only the embedded model.
 LOCAL: tuple[tuple[str, Callable[..., Any], list[str], str], ...] = (
@@ -45,8 +47,9 @@ SQL_NAMES = frozenset(
         "ai_gen_detail",
         "ai_extract_detail",
         "ai_summarize_detail",
-        "ai_embed_detail",
         "wanka_ai_vector",
+        "wanka_ai_json_text",
+        "wanka_ai_detail",
     }
 )
 
@@ -72,7 +75,44 @@ def bind(
     )
 
 
-def register(con: duckdb.DuckDBPyConnection) -> None:
-    """Bind the bodies of the embedded model's functions on `con` (and so its cursors)."""
+#: The bodies over each database's runtime, kept for the process's life (see above); each
+#: holds its runtime weakly, so a closed database's runtime goes with its Engine.
+_KEPT: list[Callable[..., Any]] = []
+
+
+def _weakly(
+    make: Callable[[remote.Runtime], Callable[..., Any]], runtime: remote.Runtime
+) -> Callable[..., Any]:
+    held = weakref.ref(runtime)
+
+    def body(*columns: Any) -> Any:
+        alive = held()
+        if alive is None:
+            raise remote.CallRaised("this database is closed: its AI functions cannot run")
+        return make(alive)(*columns)
+
+    body.__signature__ = inspect.signature(make(runtime))  # type: ignore[attr-defined]
+    _KEPT.append(body)
+    return body
+
+
+def register(con: duckdb.DuckDBPyConnection, *, read_only: bool = False) -> remote.Runtime:
+    """Bind every AI body on `con` (and so its cursors); returns the runtime to close with it."""
     for name, body, params, returns in LOCAL:
         bind(con, name, body, params, returns)
+    runtime = remote.Runtime(con, read_only=read_only)
+    bind(
+        con,
+        "wanka_ai_call",
+        _weakly(remote.call_body, runtime),
+        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "UBIGINT"],
+        "VARCHAR",
+    )
+    bind(
+        con,
+        "wanka_ai_embed_model",
+        _weakly(remote.embed_body, runtime),
+        ["VARCHAR", "VARCHAR", "VARCHAR", "UBIGINT"],
+        "FLOAT[]",
+    )
+    return runtime

@@ -113,7 +113,8 @@ class Engine:
         self.con = self._connect()
         try:
             blocks.register(self.con)  # the schema's gpu_metrics view reads cold blocks with it
-            ai_functions.register(self.con)  # the AI macros of schema step 0024 call them
+            # the AI macros of schema step 0024 call them
+            self.ai = ai_functions.register(self.con, read_only=read_only)
             if not read_only:
                 migrate(self.con)
                 load_reference_tables(self.con)
@@ -228,6 +229,7 @@ class Engine:
             idle, self._idle = self._idle, []
         for cur in idle:
             cur.close()
+        self.ai.close()
         self.con.close()
 
     def __enter__(self) -> Engine:
