@@ -113,3 +113,41 @@ CREATE MACRO ai_classify(text, labels) AS
         wanka_ai_classify_local(text, labels, []::STRUCT(input VARCHAR, label VARCHAR)[]),
     (text, labels, examples) AS
         wanka_ai_classify_local(text, labels, examples);
+
+-- Kernel log lines (`wanka ingest kernel-log`: dmesg -T, journalctl -k, syslog), free text for the
+-- AI functions; an NVRM Xid line's code and PCI address parsed out, so that its cause stays a
+-- join (interruption_xids) and never a model's guess.
+-- table kernel_messages: tracked; lake
+CREATE TABLE kernel_messages (
+    ts                  TIMESTAMPTZ,        -- NULL for dmesg's seconds since boot
+    host                VARCHAR,            -- the syslog host, else --host
+    message             VARCHAR NOT NULL,   -- the text after the timestamp, host and "kernel:"
+    xid                 INTEGER,            -- NVRM: Xid (PCI:...): N
+    pci                 VARCHAR,            -- the Xid line's PCI address, 0000:3b:00
+    source              VARCHAR,            -- the file it came from
+    batch_id            BIGINT DEFAULT nextval('wanka.batch_seq')
+);
+
+@include(parts/tracked_table.sql, table=kernel_messages);
+
+-- Labelled examples written for the taxonomy's host-level causes, which wanka's XID reference
+-- text does not cover (NIC, fans, PSU, disks, ...): ai_classify's examples beside that text
+-- (sql/analyses/parts/cause_examples.sql).
+-- table interruption_examples: reference; lake
+CREATE TABLE interruption_examples (
+    text                VARCHAR NOT NULL,
+    cause               VARCHAR NOT NULL,   -- joins interruption_causes.cause
+    source              VARCHAR NOT NULL
+);
+
+-- A labelled set of real public text (kernel XID lines with their code taken out, fault
+-- descriptions, drain reasons), each with the interruption cause it belongs to: what the
+-- analysis interruption_text_accuracy scores ai_classify on. Sources, licences and how each
+-- row was labelled: sql/reference/interruption_texts.md.
+-- table interruption_texts: reference; lake
+CREATE TABLE interruption_texts (
+    text                VARCHAR NOT NULL,
+    cause               VARCHAR NOT NULL,   -- joins interruption_causes.cause
+    source              VARCHAR NOT NULL,   -- repository@commit path (licence)
+    basis               VARCHAR NOT NULL    -- why this cause
+);

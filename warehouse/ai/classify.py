@@ -13,12 +13,30 @@ example with one of the labels.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from warehouse.ai import embedded
+
+#: Hex words, PCI addresses and numbers: a log line's registers and ids say nothing of its cause,
+#: and a mean of token vectors drowns in them (gpud's NVLink lines are mostly hex).
+_NOISE = re.compile(
+    r"0x[0-9a-f]+|\b[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}(?:\.[0-9a-f])?\b|\b[0-9a-f]*\d[0-9a-f]*\b",
+    re.IGNORECASE,
+)
+
+
+def words(text: str) -> str:
+    """The words of a text that speak of its cause: no hex, addresses or numbers, no underscores.
+
+    >>> words("RLW_REMAP Nonfatal XC0 i0 Link 00 (0x00000004 0x00000040)")
+    'RLW REMAP Nonfatal XC0 i0 Link ( )'
+    """
+    return " ".join(_NOISE.sub(" ", text.replace("_", " ")).split())
+
 
 #: Vectors of example sets already embedded, by their (input, label) pairs; a query passes the
 #: same set on every batch, so it is embedded once per process (bounded: `_KEEP` sets).
@@ -31,7 +49,7 @@ def _vectors(pairs: tuple[tuple[str, str], ...]) -> npt.NDArray[np.float32]:
     if found is None:
         if len(_examples) >= _KEEP:
             _examples.pop(next(iter(_examples)))
-        found = _examples[pairs] = embedded.embed([text for text, _ in pairs])
+        found = _examples[pairs] = embedded.embed([words(text) for text, _ in pairs])
     return found
 
 
@@ -56,7 +74,7 @@ def classify(
     if not pairs or not wanted:
         return out
     references = _vectors(pairs)
-    vectors = embedded.embed([texts[i] or "" for i in wanted])
+    vectors = embedded.embed([words(texts[i] or "") for i in wanted])
     nearest = np.argmax(vectors @ references.T, axis=1)
     for row, best in zip(wanted, nearest.tolist(), strict=True):
         out[row] = pairs[best][1]

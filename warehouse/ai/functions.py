@@ -14,6 +14,7 @@ as the connection object it was bound on, while that connection's cursors may st
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import weakref
 from collections.abc import Callable
@@ -96,23 +97,53 @@ def _weakly(
     return body
 
 
+#: The bodies that call registered models: name, parameter types, return type.
+REMOTE = (
+    (
+        "wanka_ai_call",
+        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "UBIGINT"],
+        "VARCHAR",
+    ),
+    ("wanka_ai_embed_model", ["VARCHAR", "VARCHAR", "VARCHAR", "UBIGINT"], "FLOAT[]"),
+)
+
+
 def register(con: duckdb.DuckDBPyConnection, *, read_only: bool = False) -> remote.Runtime:
     """Bind every AI body on `con` (and so its cursors); returns the runtime to close with it."""
     for name, body, params, returns in LOCAL:
         bind(con, name, body, params, returns)
     runtime = remote.Runtime(con, read_only=read_only)
-    bind(
-        con,
-        "wanka_ai_call",
-        _weakly(remote.call_body, runtime),
-        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "UBIGINT"],
-        "VARCHAR",
-    )
-    bind(
-        con,
-        "wanka_ai_embed_model",
-        _weakly(remote.embed_body, runtime),
-        ["VARCHAR", "VARCHAR", "VARCHAR", "UBIGINT"],
-        "FLOAT[]",
-    )
+    makers = {"wanka_ai_call": remote.call_body, "wanka_ai_embed_model": remote.embed_body}
+    for name, params, returns in REMOTE:
+        bind(con, name, _weakly(makers[name], runtime), params, returns)
     return runtime
+
+
+def _not_here(*columns: Any) -> Any:
+    raise remote.CallRaised(
+        "this connection was not opened by wanka's Engine, so it cannot call a registered "
+        "model (the embedded one works)"
+    )
+
+
+def ensure_bound(con: duckdb.DuckDBPyConnection) -> None:
+    """On a connection an Engine did not open (a schema made in memory), bind what the macros
+    of step 0024 need to be created: the embedded model's bodies, and bodies that say a
+    registered model cannot be called from here. A connection already bound is left alone."""
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_functions() WHERE function_name = 'wanka_ai_call'"
+    ).fetchall()[0][0]
+    if found:
+        return
+    for name, body, params, returns in LOCAL:
+        bind(con, name, body, params, returns)
+    for name, params, returns in REMOTE:
+        signature = inspect.Signature(
+            [
+                inspect.Parameter(f"a{i}", inspect.Parameter.POSITIONAL_ONLY)
+                for i in range(len(params))
+            ]
+        )
+        body = functools.partial(_not_here)
+        body.__signature__ = signature  # type: ignore[attr-defined]
+        bind(con, name, body, params, returns)

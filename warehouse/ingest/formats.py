@@ -2,4 +2,14 @@
 
 from __future__ import annotations
 
-from warehouse.ingest import dcgm, nccl, nvidia_smi, pods, sacct, scontrol, tabular, traces  # noqa: F401
+from warehouse.ingest import (  # noqa: F401
+    dcgm,
+    kernel_log,
+    nccl,
+    nvidia_smi,
+    pods,
+    sacct,
+    scontrol,
+    tabular,
+    traces,
+)
