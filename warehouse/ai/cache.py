@@ -3,8 +3,9 @@
 Keyed by model, model version (`wanka.ai_models.version`: an admin changes it when the served
 weights change) and the SHA-256 of what was asked (the task, its parameters and the text). Kept
 in `wanka.ai_cache`, written as each batch's answers arrive on a cursor of its own, and in this
-process's memory in front of it, so that a hit costs a dictionary lookup. A read-only file
-keeps new answers in memory only. Errors are never kept: the next query asks again.
+process's memory in front of it, by the text itself, so that a hit costs one dictionary lookup
+and no hashing (`memory`). A read-only file keeps new answers in memory only. Errors are never
+kept: the next query asks again.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ import threading
 
 import duckdb
 
-#: Answers kept in memory per process (each a text); past it the oldest half is dropped.
-MEMORY_ROWS = 1_000_000
+#: Answers kept in memory per process; past it the memory is emptied (the table keeps them).
+MEMORY_ROWS = 2_000_000
+#: What one memory holds: the answers of one (model, version, task, parameters), by text.
+Scope = tuple[str, str, str, str]
 
 
 def input_sha256(task: str, extra: str, text: str) -> str:
-    """The cache key of one request.
+    """The cache key of one request in `wanka.ai_cache`.
 
     >>> input_sha256("gen", "{}", "hi") != input_sha256("summarize", "{}", "hi")
     True
@@ -35,49 +38,64 @@ class Cache:
         self._cur = cur
         self._writable = writable
         self._lock = threading.Lock()
-        self._memory: dict[tuple[str, str, str], str] = {}
+        self._memory: dict[Scope, dict[str, str]] = {}
+        self._rows = 0
 
-    def get(self, model: str, version: str, keys: list[str]) -> dict[str, str]:
-        """The answers known for `keys`: memory first, then the table."""
-        found: dict[str, str] = {}
-        missing: list[str] = []
-        memory = self._memory
-        for key in keys:
-            hit = memory.get((model, version, key))
-            if hit is None:
-                missing.append(key)
-            else:
-                found[key] = hit
+    def memory(self, scope: Scope) -> dict[str, str]:
+        """The answers in memory for one scope, by text (read it; `get` and `put` fill it)."""
+        found = self._memory.get(scope)
+        if found is None:
+            found = self._memory.setdefault(scope, {})
+        return found
+
+    def get(self, scope: Scope, texts: list[str]) -> dict[str, str]:
+        """The answers known for `texts`: memory first, then the table."""
+        memory = self.memory(scope)
+        found = {t: memory[t] for t in texts if t in memory}
+        missing = [t for t in texts if t not in found]
         if missing:
+            model, version, task, extra = scope
+            keys = {input_sha256(task, extra, t): t for t in missing}
             with self._lock:
                 rows = self._cur.execute(
                     "SELECT input_sha256, output FROM wanka.ai_cache WHERE model = ? "
                     "AND model_version = ? AND input_sha256 IN (SELECT unnest(?::VARCHAR[]))",
-                    [model, version, missing],
+                    [model, version, list(keys)],
                 ).fetchall()
-            for key, output in rows:
-                found[key] = output
-                memory[(model, version, key)] = output
+            loaded = {keys[key]: output for key, output in rows}
+            self._remember(scope, loaded)
+            found.update(loaded)
         return found
 
-    def put(self, model: str, version: str, answers: dict[str, str]) -> None:
+    def put(self, scope: Scope, answers: dict[str, str]) -> None:
         """Keep new answers (a key already kept stays as it was)."""
         if not answers:
             return
-        with self._lock:
-            if len(self._memory) + len(answers) > MEMORY_ROWS:
-                for old in list(self._memory)[: len(self._memory) // 2]:
-                    del self._memory[old]
-            for key, output in answers.items():
-                self._memory[(model, version, key)] = output
-            if self._writable:
+        self._remember(scope, answers)
+        if self._writable:
+            model, version, task, extra = scope
+            with self._lock:
                 self._cur.execute(
                     "INSERT OR IGNORE INTO wanka.ai_cache (model, model_version, input_sha256, "
                     "output) SELECT ?, ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[])",
-                    [model, version, list(answers), list(answers.values())],
+                    [
+                        model,
+                        version,
+                        [input_sha256(task, extra, t) for t in answers],
+                        list(answers.values()),
+                    ],
                 )
+
+    def _remember(self, scope: Scope, answers: dict[str, str]) -> None:
+        with self._lock:
+            if self._rows + len(answers) > MEMORY_ROWS:
+                self._memory.clear()
+                self._rows = 0
+            self._rows += len(answers)
+        self.memory(scope).update(answers)
 
     def forget_memory(self) -> None:
         """Drop the memory (the table stays): what a new process would see."""
         with self._lock:
             self._memory.clear()
+            self._rows = 0

@@ -55,14 +55,23 @@ class Runtime:
         cache_cur = con.cursor()
         cache_cur.execute(f'USE "{catalog}"')
         self._lock = threading.Lock()
+        self._specs: dict[tuple[int, str, str], tuple[models.ModelSpec, frozenset[str]]] = {}
         self.cache = cache.Cache(cache_cur, writable=not read_only)
         self.budgets = calls.Budgets()
         self._cursors = (self._cur, cache_cur)
 
-    def spec(self, name: str, task: str) -> tuple[models.ModelSpec, frozenset[str]]:
-        """The registered model and every registered endpoint (the allow-list), read now."""
+    def spec(self, name: str, task: str, txid: int) -> tuple[models.ModelSpec, frozenset[str]]:
+        """The registered model and every registered endpoint (the allow-list), read once per
+        query (transaction): a query sees one registration throughout."""
+        key = (txid, name, task)
         with self._lock:
-            return models.find(self._cur, name, task), models.endpoints(self._cur)
+            found = self._specs.get(key)
+            if found is None:
+                if len(self._specs) > 256:
+                    self._specs.clear()
+                found = models.find(self._cur, name, task), models.endpoints(self._cur)
+                self._specs[key] = found
+            return found
 
     def close(self) -> None:
         for cur in self._cursors:
@@ -96,18 +105,16 @@ def _ask(
     task: str,
 ) -> dict[str, Outcome]:
     """Answers for distinct `texts`: the cache's, then `send` for the rest (charged first)."""
-    keys = {text: cache.input_sha256(task, extra, text) for text in texts}
-    known = runtime.cache.get(spec.name, spec.version, list(keys.values()))
-    out = {t: Outcome(value=known[k]) for t, k in keys.items() if k in known}
+    scope = (spec.name, spec.version, task, extra)
+    known = runtime.cache.get(scope, texts)
+    out = {t: Outcome(value=v) for t, v in known.items()}
     missing = [t for t in texts if t not in out]
     if missing:
         runtime.budgets.charge(txid, spec, len(missing), function)
         fresh = send(missing)
         out.update(zip(missing, fresh, strict=True))
         runtime.cache.put(
-            spec.name,
-            spec.version,
-            {keys[t]: o.value for t, o in zip(missing, fresh, strict=True) if o.value is not None},
+            scope, {t: o.value for t, o in zip(missing, fresh, strict=True) if o.value is not None}
         )
     return out
 
@@ -155,7 +162,7 @@ def _chat_rows(
     """One group's answers (rows that share task, model, parameters, on_error, transaction)."""
     function = f"ai_{task}"
     mode = _check_on_error(mode)
-    spec, allowed = runtime.spec(model, "chat")
+    spec, allowed = runtime.spec(model, "chat", txid)
     tasks.request(task, spec.model, "", extra)  # bad params or a bad schema stop here
     cut: list[tuple[str, str | None] | None] = []
     for text in texts:
@@ -178,12 +185,35 @@ def _chat_rows(
     ]
 
 
+def _all_in_memory(runtime: Runtime, values: list[str | None], *calls: pa.Array) -> pa.Array | None:
+    """The batch's answers when every row's is in memory (one call, 'null' or 'raise'), else None.
+
+    The common case of a repeated query or a refresh: a dictionary lookup per row, no hashing.
+    """
+    task, model, extra, on_error, txid = calls
+    if not all(len(pc.unique(c)) == 1 for c in calls) or on_error[0].as_py() not in (
+        "null",
+        "raise",
+    ):
+        return None
+    spec, _ = runtime.spec(str(model[0].as_py() or ""), "chat", int(txid[0].as_py()))
+    scope = (spec.name, spec.version, str(task[0].as_py()), str(extra[0].as_py() or ""))
+    memory = runtime.cache.memory(scope)
+    found = [None if v is None else memory.get(v) for v in values]
+    if any(f is None and v is not None for f, v in zip(found, values, strict=True)):
+        return None
+    return pa.array(found, pa.string())
+
+
 def call_body(runtime: Runtime) -> Callable[..., pa.Array]:
     """`wanka_ai_call`'s body over one database's runtime."""
 
     def wanka_ai_call(*given: pa.Array | pa.ChunkedArray) -> pa.Array:
         task, model, text, extra, on_error, txid = (combined(c) for c in given)
         values = text.to_pylist()
+        hits = _all_in_memory(runtime, values, task, model, extra, on_error, txid)
+        if hits is not None:
+            return hits
         out: list[str | None] = [None] * len(values)
         for (t, m, x, mode, tx), rows in _rows_by_call(task, model, extra, on_error, txid).items():
             answers = _chat_rows(
@@ -234,7 +264,7 @@ def _embed_rows(
     if model == embedded.NAME:
         vectors = iter(embedded.embed(present).tolist())
         return [None if t is None else next(vectors) for t in texts]
-    spec, allowed = runtime.spec(model, "embed")
+    spec, allowed = runtime.spec(model, "embed", txid)
     send = functools.partial(_send_embed, spec, allowed, models.api_key(spec))
     distinct = list(dict.fromkeys(t[: spec.context_chars] for t in present))
     answers = _ask(runtime, "ai_embed", spec, distinct, "", txid, send, "embed")
