@@ -14,6 +14,7 @@ would take gigabytes: texts are cut to `MAX_CHARS` characters first (`truncate`)
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from importlib import metadata
@@ -33,6 +34,7 @@ MAX_CHARS = 8192
 #: Texts per call of the model: each call pads its texts to the longest, so not too many.
 BATCH = 256
 
+log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _model: Any = None
 #: Texts embedded by the model in this process (the tests count calls with it).
@@ -80,6 +82,9 @@ def embed(texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return out
     model = _load()
     cut = [truncate(t)[0] for t in texts]
+    long = sum(1 for t in texts if len(t) > MAX_CHARS)
+    if long:
+        log.warning("%s: %d text(s) cut to their first %d characters", NAME, long, MAX_CHARS)
     # sorted by length, so each call pads its texts to a similar length
     order = sorted(range(len(cut)), key=lambda i: len(cut[i]))
     for start in range(0, len(order), BATCH):

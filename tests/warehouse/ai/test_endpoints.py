@@ -9,6 +9,10 @@ from typing import Any
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import examples
 
 from tests.warehouse.ai.endpoint import Endpoint
 from tests.warehouses import Warehouses
@@ -199,3 +203,15 @@ def test_a_registered_embedding_model_is_batched_and_bounded(eng: Engine, server
     assert server.most_in_flight <= 3  # the model's concurrency
     same = rows(eng, "SELECT ai_similarity('a', 'a', 'vectors')")[0][0]
     assert abs(same - 1) < 1e-6
+
+
+@settings(max_examples=examples(0.2), suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=6))
+def test_cached_answers_are_the_answers(eng: Engine, texts: list[str]) -> None:
+    sql = "SELECT ai_summarize(t, 'ok') FROM (SELECT unnest(?::VARCHAR[]) AS t)"
+    first = rows(eng, sql, [texts])
+    eng.ai.cache.forget_memory()
+    from_table = rows(eng, sql, [texts])
+    from_memory = rows(eng, sql, [texts])
+    assert first == from_table == from_memory
+    assert all(r[0] == f"answer to: {t[:40]}" for r, t in zip(first, texts, strict=True))
