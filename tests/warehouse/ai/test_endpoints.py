@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
-
 from tests.warehouse.ai.endpoint import Endpoint
 from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
