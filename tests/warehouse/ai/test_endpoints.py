@@ -214,3 +214,30 @@ def test_cached_answers_are_the_answers(eng: Engine, texts: list[str]) -> None:
     from_memory = rows(eng, sql, [texts])
     assert first == from_table == from_memory
     assert all(r[0] == f"answer to: {t[:40]}" for r, t in zip(first, texts, strict=True))
+
+
+def test_a_dynamic_table_sends_only_its_new_rows(eng: Engine, server: Endpoint) -> None:
+    from warehouse.query.executor import execute
+
+    cur = eng.cursor()
+    insert = (
+        "INSERT INTO job_events (job_id, ts, event, detail) SELECT 'j' || i, "
+        "TIMESTAMPTZ '2026-11-01' + i * INTERVAL 1 MINUTE, 'failure', "
+        "'job ' || i || ' stopped: NCCL watchdog timeout' FROM range(?, ?) r(i)"
+    )
+    try:
+        cur.execute(insert, [0, 30])
+        before = server.count("ok")
+        made = execute(
+            cur,
+            "CREATE DYNAMIC TABLE summaries WITH (freshness = '5 minutes', refresh_mode = "
+            "'incremental') AS SELECT job_id, ai_summarize(detail, 'ok') AS s FROM job_events",
+        ).read_all()
+        assert made.to_pylist()[0]["refresh_mode"] == "append"
+        assert server.count("ok") - before == 30
+        cur.execute(insert, [30, 35])
+        execute(cur, "REFRESH DYNAMIC TABLE summaries").read_all()
+        assert server.count("ok") - before == 35  # the 5 new rows, nothing again
+        assert cur.execute("SELECT count(s) FROM summaries").fetchall() == [(35,)]
+    finally:
+        cur.close()
