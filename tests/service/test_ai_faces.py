@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -107,3 +108,16 @@ def test_postgresql_wire(faces: Faces) -> None:
         assert abs(similar[0][0] - 1) < 1e-6
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("SELECT ai_summarize('x', 'secret')")
+
+
+def test_postgresql_wire_named_arguments_and_details(faces: Faces) -> None:
+    with psycopg.connect(faces.dsn("writer"), autocommit=True) as conn:
+        got = conn.execute("SELECT ai_gen('wire', 'granted', on_error => 'raise')").fetchall()
+        assert got == [("answer to: wire",)]
+        detail = conn.execute("SELECT (ai_gen_detail('wire', 'granted')).value").fetchall()
+        assert detail == [("answer to: wire",)]
+        # a fixed-size FLOAT[256] arrives as JSON text; cast to FLOAT[] for a float4[] array
+        as_json = conn.execute("SELECT ai_embed('wire')").fetchall()[0][0]
+        as_array = conn.execute("SELECT ai_embed('wire')::FLOAT[]").fetchall()[0][0]
+        assert len(as_array) == 256 and len(json.loads(as_json)) == 256
+        assert abs(sum(x * x for x in as_array) - 1) < 1e-4
