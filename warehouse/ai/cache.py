@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 
 import duckdb
+
+log = logging.getLogger(__name__)
 
 #: Answers kept in memory per process; past it the memory is emptied (the table keeps them).
 MEMORY_ROWS = 2_000_000
@@ -75,16 +78,25 @@ class Cache:
         if self._writable:
             model, version, task, extra = scope
             with self._lock:
-                self._cur.execute(
-                    "INSERT OR IGNORE INTO wanka.ai_cache (model, model_version, input_sha256, "
-                    "output) SELECT ?, ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[])",
-                    [
-                        model,
-                        version,
-                        [input_sha256(task, extra, t) for t in answers],
-                        list(answers.values()),
-                    ],
-                )
+                try:
+                    self._cur.execute(
+                        "INSERT OR IGNORE INTO wanka.ai_cache (model, model_version, "
+                        "input_sha256, output) SELECT ?, ?, unnest(?::VARCHAR[]), "
+                        "unnest(?::VARCHAR[])",
+                        [
+                            model,
+                            version,
+                            [input_sha256(task, extra, t) for t in answers],
+                            list(answers.values()),
+                        ],
+                    )
+                except duckdb.Error as error:
+                    # another query kept the same answer at the same moment (a write-write
+                    # conflict), or the file is being closed: the answer stands, the memory
+                    # keeps it, and the row is asked again only in a new process
+                    log.warning(
+                        "ai cache: %d answers of %s not stored: %s", len(answers), model, error
+                    )
 
     def _remember(self, scope: Scope, answers: dict[str, str]) -> None:
         with self._lock:

@@ -241,3 +241,13 @@ def test_a_dynamic_table_sends_only_its_new_rows(eng: Engine, server: Endpoint) 
         assert cur.execute("SELECT count(s) FROM summaries").fetchall() == [(35,)]
     finally:
         cur.close()
+
+
+def test_queries_at_once_asking_the_same_texts_both_get_answers(eng: Engine) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    sql = "SELECT ai_gen('same ' || (i % 20), 'ok') FROM range(200) r(i) ORDER BY i"
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        answers = list(pool.map(lambda _: rows(eng, sql), range(3)))
+    assert answers[0] == answers[1] == answers[2]
+    assert all(a[0] is not None for a in answers[0])
