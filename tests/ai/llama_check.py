@@ -105,10 +105,10 @@ def check(path: Path, port: int) -> int:
         )
         began = time.perf_counter()
         hello = con.execute(
-            "SELECT ai_gen('Say hello in one word.', 'gemma', {'max_tokens': 8})"
+            "SELECT ai_gen('Complete: the GPU has fallen off the', 'gemma', {'max_tokens': 12})"
         ).fetchall()[0][0]
         step(f"protocol: ai_gen answered {hello!r}", began)
-        assert hello, "no answer"
+        assert hello is not None, "no answer"  # a base model may well answer 
 
         batch = (
             "SELECT p, ai_gen(p, 'gemma', {'max_tokens': 6}) AS a "

@@ -140,9 +140,15 @@ def _send_chat(
     batch: list[str],
 ) -> list[Outcome]:
     def one(text: str) -> Outcome:
+        body = tasks.request(task, spec.model, text, extra)
         try:
-            body = tasks.request(task, spec.model, text, extra)
-            answer = client.post(spec, "chat/completions", body, allowed, key)
+            try:
+                answer = client.post(spec, "chat/completions", body, allowed, key)
+            except client.CallFailed as error:
+                older = tasks.older_json_form(body)
+                if older is None or "response_format" not in str(error):
+                    raise
+                answer = client.post(spec, "chat/completions", older, allowed, key)
             return Outcome(value=tasks.answer(task, client.chat_text(answer, spec)))
         except client.CallFailed as error:
             return Outcome(error=str(error))

@@ -84,6 +84,23 @@ def request(task: str, model: str, text: str, extra: str) -> dict[str, Any]:
     return body
 
 
+def older_json_form(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The same request with the schema in the form llama.cpp's Python server takes.
+
+    OpenAI's `{"type": "json_schema", "json_schema": {"schema": ...}}` is what vLLM and OpenAI
+    take; llama-cpp-python's server (0.3) refuses it and takes `{"type": "json_object",
+    "schema": ...}` (found by `make ai-check`). None when the body asks for no schema.
+
+    >>> older_json_form({"response_format": {"type": "json_schema", "json_schema": {"schema": {}}}})
+    {'response_format': {'type': 'json_object', 'schema': {}}}
+    """
+    wanted = body.get("response_format")
+    if not wanted or wanted.get("type") != "json_schema":
+        return None
+    schema = wanted["json_schema"]["schema"]
+    return {**body, "response_format": {"type": "json_object", "schema": schema}}
+
+
 def schema_of(extra: str) -> dict[str, Any]:
     """ai_extract's JSON schema, which must be a JSON object."""
     try:

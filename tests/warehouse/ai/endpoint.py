@@ -4,7 +4,8 @@ The first path segment picks the behaviour of every request under it, so one ser
 for several registered models: `/ok/v1` answers, `/flaky/v1` answers 429 with Retry-After: 1 to
 the first request for each text, `/e500/v1` always 500 (quoting the Authorization header it
 got, as a careless server would), `/garbage/v1` a body that is not JSON, `/hang/v1` never
-answers in time, `/redirect/v1` sends the client to `redirect_to`. Its "model" obeys an
+answers in time, `/redirect/v1` sends the client to `redirect_to`, `/oldjson/v1` takes a JSON schema only in
+llama-cpp-python's form (`response_format: {"type": "json_object", "schema": ...}`). Its "model" obeys an
 injected instruction, as a small model would: a text holding "IGNORE PREVIOUS INSTRUCTIONS" is
 answered "PWNED".
 """
@@ -82,6 +83,10 @@ class Endpoint:
             return
         if behaviour == "e500":
             _send(request, 500, f"internal error (request had {auth})".encode())
+            return
+        wanted = (body.get("response_format") or {}).get("type")
+        if behaviour == "oldjson" and wanted == "json_schema":  # llama-cpp-python 0.3's server
+            _send(request, 422, b"response_format.type: Input should be 'text' or 'json_object'")
             return
         if behaviour == "garbage":
             _send(request, 200, b"<html>not json")

@@ -37,7 +37,7 @@ def eng(
     monkeypatch.setenv("WANKA_TEST_AI_KEY", KEY)
     path = warehouses.empty(tmp_path / "w.duckdb")
     with Engine(str(path)) as engine:
-        for name in ("ok", "flaky", "e500", "garbage", "hang", "redirect"):
+        for name in ("ok", "flaky", "e500", "garbage", "hang", "redirect", "oldjson"):
             engine.con.execute(
                 "INSERT INTO wanka.ai_models (name, task, endpoint, model, key_env, timeout_s, "
                 "concurrency, call_budget, context_chars, is_default) "
@@ -251,3 +251,13 @@ def test_queries_at_once_asking_the_same_texts_both_get_answers(eng: Engine) -> 
         answers = list(pool.map(lambda _: rows(eng, sql), range(3)))
     assert answers[0] == answers[1] == answers[2]
     assert all(a[0] is not None for a in answers[0])
+
+
+def test_a_server_that_takes_only_the_older_schema_form_gets_it(
+    eng: Engine, server: Endpoint
+) -> None:
+    schema = '{"type": "object", "properties": {"xid": {"type": "integer"}}}'
+    got = rows(eng, "SELECT ai_extract('Xid 48 on gpu 2', ?, 'oldjson')", [schema])
+    assert got[0][0] == '{"xid": 48}'
+    forms = [b["response_format"]["type"] for p, b, _ in server.requests if "/oldjson/" in p]
+    assert forms == ["json_schema", "json_object"]
