@@ -108,7 +108,7 @@ def check(path: Path, port: int) -> int:
             "SELECT ai_gen('Complete: the GPU has fallen off the', 'gemma', {'max_tokens': 12})"
         ).fetchall()[0][0]
         step(f"protocol: ai_gen answered {hello!r}", began)
-        assert hello is not None, "no answer"  # a base model may well answer 
+        assert hello is not None, "no answer"  # a base model may well answer
 
         batch = (
             "SELECT p, ai_gen(p, 'gemma', {'max_tokens': 6}) AS a "

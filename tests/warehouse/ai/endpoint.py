@@ -4,10 +4,10 @@ The first path segment picks the behaviour of every request under it, so one ser
 for several registered models: `/ok/v1` answers, `/flaky/v1` answers 429 with Retry-After: 1 to
 the first request for each text, `/e500/v1` always 500 (quoting the Authorization header it
 got, as a careless server would), `/garbage/v1` a body that is not JSON, `/hang/v1` never
-answers in time, `/redirect/v1` sends the client to `redirect_to`, `/oldjson/v1` takes a JSON schema only in
-llama-cpp-python's form (`response_format: {"type": "json_object", "schema": ...}`). Its "model" obeys an
-injected instruction, as a small model would: a text holding "IGNORE PREVIOUS INSTRUCTIONS" is
-answered "PWNED".
+answers in time, `/redirect/v1` sends the client to `redirect_to`, `/oldjson/v1` takes a JSON
+schema only in llama-cpp-python's form (`response_format: {"type": "json_object", "schema":
+...}`). Its "model" obeys an injected instruction, as a small model would: a text holding
+"IGNORE PREVIOUS INSTRUCTIONS" is answered "PWNED".
 """
 
 from __future__ import annotations
