@@ -36,6 +36,9 @@ DUCKDB_ONLY = {
     "idle_gpu_jobs": "wanka.efficiency_rules",
     "stragglers": "job_gpus is a view",
     "step_time_changes": "job_gpus is a view",
+    "interruption_text_accuracy": "AI functions",
+    "interruption_text_causes": "AI functions",
+    "text_search": "AI functions",
 }
 #: Shipped dynamic tables the lake marks as DuckDB's alone, and a word of why: the health rules
 #: read their thresholds and the newest batch from wanka's own tables.
