@@ -12,6 +12,7 @@ schema only in llama-cpp-python's form (`response_format: {"type": "json_object"
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -64,46 +65,41 @@ class Endpoint:
             self.in_flight += counted
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
-            self._answer(request, behaviour, body, auth)
+            status, payload, headers = self._answer(request, behaviour, body, auth)
         finally:
+            # no longer in flight before the client can see the answer and send the next
             with self._lock:
                 self.in_flight -= counted
+        with contextlib.suppress(OSError):  # a client that gave up waiting (the hang)
+            _send(request, status, payload, headers)
 
     def _answer(
         self, request: BaseHTTPRequestHandler, behaviour: str, body: dict[str, Any], auth: str
-    ) -> None:
+    ) -> tuple[int, bytes, dict[str, str]]:
         text = _last_text(body)
         if behaviour == "hang":
             time.sleep(5)
-            return
+            return 504, b"too late", {}
         if behaviour == "redirect":
-            request.send_response(307)
-            request.send_header("Location", f"{self.redirect_to}{request.path}")
-            request.end_headers()
-            return
+            return 307, b"", {"Location": f"{self.redirect_to}{request.path}"}
         if behaviour == "e500":
-            _send(request, 500, f"internal error (request had {auth})".encode())
-            return
+            return 500, f"internal error (request had {auth})".encode(), {}
         wanted = (body.get("response_format") or {}).get("type")
         if behaviour == "oldjson" and wanted == "json_schema":  # llama-cpp-python 0.3's server
-            _send(request, 422, b"response_format.type: Input should be 'text' or 'json_object'")
-            return
+            return 422, b"response_format.type: Input should be 'text' or 'json_object'", {}
         if behaviour == "garbage":
-            _send(request, 200, b"<html>not json")
-            return
+            return 200, b"<html>not json", {}
         if behaviour == "flaky":
             with self._lock:
                 first = text not in self._seen
                 self._seen.add(text)
             if first:
-                _send(request, 429, b"slow down", {"Retry-After": "1"})
-                return
+                return 429, b"slow down", {"Retry-After": "1"}
         time.sleep(0.02)  # long enough for requests to overlap
         if request.path.endswith("/embeddings"):
             data = [{"index": i, "embedding": _vector(t)} for i, t in enumerate(body["input"])]
-            _send(request, 200, json.dumps({"data": data}).encode())
-            return
-        _send(request, 200, json.dumps(_completion(body, text)).encode())
+            return 200, json.dumps({"data": data}).encode(), {}
+        return 200, json.dumps(_completion(body, text)).encode(), {}
 
 
 def _last_text(body: dict[str, Any]) -> str:
