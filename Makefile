@@ -9,9 +9,13 @@ PYTEST_ARGS ?=
 BI_VENV := .venv-bi
 BI_STAMP := $(BI_VENV)/.installed
 BI_REQUIREMENTS := tests/bi/requirements-superset.txt
+# llama.cpp's OpenAI-compatible server and a small GGUF, for `make ai-check` only
+AI_VENV := .venv-ai
+AI_STAMP := $(AI_VENV)/.installed
+AI_REQUIREMENTS := tests/ai/requirements-llama.txt
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-fast bench lint fmt check clean bi-check
+.PHONY: help install run test test-fast bench lint fmt check clean bi-check ai-check
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -57,5 +61,14 @@ $(BI_STAMP): $(BI_REQUIREMENTS)
 bi-check: $(STAMP) $(BI_STAMP) ## Apache Superset (in .venv-bi) against `wanka serve` on the demo; not in make test
 	$(BI_VENV)/bin/python -m tests.bi.superset_check --wanka $(BIN)/wanka $(if $(WANKA_BI_DEMO),--demo $(WANKA_BI_DEMO))
 
+$(AI_STAMP): $(AI_REQUIREMENTS)
+	$(PYTHON) -m venv $(AI_VENV)
+	$(AI_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AI_VENV)/bin/python -m pip install --quiet -r $(AI_REQUIREMENTS)
+	@touch $(AI_STAMP)
+
+ai-check: $(STAMP) $(AI_STAMP) ## AI functions against llama.cpp's server and a small GGUF (builds .venv-ai: 5-15 min); not in make test
+	$(BIN)/python -m tests.ai.llama_check --server-python $(AI_VENV)/bin/python
+
 clean: ## remove the virtual environments and caches
-	rm -rf $(VENV) $(BI_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BI_VENV) $(AI_VENV) .pytest_cache .mypy_cache .ruff_cache

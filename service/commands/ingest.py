@@ -47,10 +47,10 @@ def ingest(
 ) -> None:
     """Read FORMAT files (a file, a folder, or - for stdin) into the warehouse.
 
-    FORMAT is one of dcgm, nvidia-smi, sacct, scontrol, pods, nccl-tests, inventory, parquet,
-    csv, faults (a fault trace, a CSV/ndjson fault list, sinfo -R or scontrol show node output).
-    Each file is one batch and one transaction; the same content twice is a no-op (--force to
-    redo).
+    FORMAT is one of dcgm, nvidia-smi, sacct, scontrol, pods, nccl-tests, kernel-log, inventory,
+    parquet, csv, faults (a fault trace, a CSV/ndjson fault list, sinfo -R or scontrol show node
+    output). Each file is one batch and one transaction; the same content twice is a no-op
+    (--force to redo).
     """
     from warehouse.ingest import ingest as run_ingest
 

@@ -27,6 +27,9 @@ _NO_SPARK_FORM = {
     "arg_min_null": "arg_min_null(...): use min_by with an explicit NULL filter",
 }
 _APPROXIMATE = (exp.ApproxDistinct, exp.ApproxQuantile)
+#: wanka's AI functions (warehouse/ai: ai_embed, ai_classify, ai_gen, ...; sqlglot knows some of
+#: the names as Snowflake's), bound on DuckDB connections only.
+AI_PREFIX = "ai_"
 #: How a problem says a query reads what no lake holds (wanka's own tables).
 UNCARRIED = "which the lake does not carry"
 _MODEL_NAMES = frozenset(m.name for m in REGISTRY)
@@ -116,6 +119,10 @@ def _function_problem(node: exp.Expr, text: str) -> str | None:
         len({bool(o.args.get("desc")) for o in node.this.expressions}) > 1
     ):
         return "list(x ORDER BY a, b DESC): mixed directions are DuckDB-only: use one direction"
+    if isinstance(node, exp.Func):
+        name = node.name.lower() if isinstance(node, exp.Anonymous) else node.sql_name().lower()
+        if name.startswith(AI_PREFIX):
+            return f"{name}() is one of wanka's AI functions, which only DuckDB binds"
     if isinstance(node, exp.Anonymous):
         return _NO_SPARK_FORM.get(node.name.lower())
     return None

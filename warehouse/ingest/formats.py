@@ -5,6 +5,7 @@ from __future__ import annotations
 from warehouse.ingest import (  # noqa: F401
     dcgm,
     faults,
+    kernel_log,
     nccl,
     nvidia_smi,
     pods,

@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 
 from udfs import registry
+from warehouse.ai import functions as ai_functions
 from warehouse.errors import DatabaseLocked, UserError, one_line
 from warehouse.kernel import blocks
 from warehouse.kernel.arrow_tables import insert_arrow, table_schema
@@ -112,6 +113,8 @@ class Engine:
         self.con = self._connect()
         try:
             blocks.register(self.con)  # the schema's gpu_metrics view reads cold blocks with it
+            # the AI macros of schema step 0024 call them
+            self.ai = ai_functions.register(self.con, read_only=read_only)
             if not read_only:
                 migrate(self.con)
                 load_reference_tables(self.con)
@@ -226,6 +229,7 @@ class Engine:
             idle, self._idle = self._idle, []
         for cur in idle:
             cur.close()
+        self.ai.close()
         self.con.close()
 
     def __enter__(self) -> Engine:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
+from warehouse.ai import functions as ai_functions
 from warehouse.errors import SchemaTooNew
 from warehouse.kernel import blocks, catalog
 from warehouse.kernel.transactions import transaction
@@ -48,6 +49,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     con.execute(_MIGRATIONS_DDL)
     check_version(con)
     blocks.register(con)  # gpu_metrics (0021) decodes the cold blocks with it
+    ai_functions.ensure_bound(con)  # the AI macros (0024) call them
     # By the set of recorded steps, not the highest: a step filling a numbering gap is applied
     # to a file that already has the steps after it.
     done = {v for (v,) in con.sql("SELECT version FROM wanka.schema_migrations").fetchall()}

@@ -48,6 +48,9 @@ class Reads:
     unchecked: str | None = None
     #: sqlglot may show a table function as a plain call: the policy checks calls as both
     calls_may_be_table_functions: bool = False
+    #: SELECT-type statements: each call's name and its positional arguments, a string
+    #: constant as its text and anything else as None (which model an AI function names)
+    call_arguments: frozenset[tuple[str, tuple[str | None, ...]]] = frozenset()
 
 
 def select_reads(cur: duckdb.DuckDBPyConnection, sql: str) -> Reads:
@@ -65,6 +68,7 @@ def select_reads(cur: duckdb.DuckDBPyConnection, sql: str) -> Reads:
     tables: set[TableName] = set()
     table_functions: set[str] = set()
     functions: set[str] = set()
+    arguments: set[tuple[str, tuple[str | None, ...]]] = set()
     modifying: str | None = None
     for node in _nodes(tree):
         kind = node.get("type")
@@ -78,6 +82,7 @@ def select_reads(cur: duckdb.DuckDBPyConnection, sql: str) -> Reads:
             table_functions.add(".".join(part for part in path if part))
         elif node.get("class") == "FUNCTION":
             functions.add(str(node.get("function_name", "")))
+            arguments.add((str(node.get("function_name", "")), _string_arguments(node)))
         elif kind == "BASE_TABLE":
             tables.add(
                 (
@@ -87,8 +92,29 @@ def select_reads(cur: duckdb.DuckDBPyConnection, sql: str) -> Reads:
                 )
             )
     return Reads(
-        frozenset(tables), frozenset(table_functions), frozenset(functions), None, modifying
+        frozenset(tables),
+        frozenset(table_functions),
+        frozenset(functions),
+        None,
+        modifying,
+        call_arguments=frozenset(arguments),
     )
+
+
+def _string_arguments(node: dict[str, Any]) -> tuple[str | None, ...]:
+    """A call's positional arguments: a string constant's text, else None."""
+    found: list[str | None] = []
+    for argument in node.get("arguments") or node.get("children") or []:
+        named = isinstance(argument, dict) and "expression" in argument
+        if named and argument.get("name"):
+            continue
+        expression = argument["expression"] if named else argument
+        literal = expression.get("literal") if isinstance(expression, dict) else None
+        if isinstance(literal, dict) and literal.get("kind") == "STRING":
+            found.append(str(literal.get("text")))
+        else:
+            found.append(None)
+    return tuple(found)
 
 
 def _nodes(tree: Any) -> Iterator[dict[str, Any]]:

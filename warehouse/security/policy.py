@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import duckdb
 
+from warehouse.ai import grants as ai_grants
 from warehouse.dynamic import catalog as dynamic_catalog
 from warehouse.errors import UserError
 from warehouse.parsing.reads import Reads
@@ -128,6 +129,7 @@ def _authorize_one(cur: duckdb.DuckDBPyConnection, statement: Statement, role: s
         _authorize_command(kind, reads.command_words, role)
         return
     _check_reads(cur, reads)
+    _check_ai_models(cur, reads, role)
     if role == "writer" and kind != "SELECT":
         _check_write_target(cur, reads, kind)
 
@@ -168,6 +170,16 @@ def _check_reads(cur: duckdb.DuckDBPyConnection, reads: Reads) -> None:
         _check_function(name)
         if reads.calls_may_be_table_functions and name.lower() in _file_functions(cur):
             _check_table_function(name)
+
+
+def _check_ai_models(cur: duckdb.DuckDBPyConnection, reads: Reads, role: str) -> None:
+    """The AI functions' bodies are never called directly; a reader names granted models."""
+    internal = ai_grants.internal_call(reads.functions)
+    if internal:
+        raise Refused(internal, on=("function", internal.split("(")[0]))
+    refused = ai_grants.refusal(cur, role, reads.call_arguments)
+    if refused:
+        raise Refused(refused)
 
 
 def _check_table_function(name: str) -> None:

@@ -47,6 +47,9 @@ DUCKDB_ONLY = {
             "checkpoint_advice",
         )
     },
+    "interruption_text_accuracy": "AI functions",
+    "interruption_text_causes": "AI functions",
+    "text_search": "AI functions",
 }
 #: Shipped dynamic tables the lake marks as DuckDB's alone, and a word of why: the health rules
 #: read their thresholds and the newest batch from wanka's own tables, the risk score its

@@ -4,7 +4,9 @@ sqlglot parses `now()` and UDF calls as `exp.Anonymous`, so expression classes a
 names are resolved against DuckDB's `duckdb_functions()` stability. A function counts as
 deterministic when one of its overloads is CONSISTENT (the engine pins TimeZone to UTC, which is
 why time_bucket on TIMESTAMPTZ is also listed CONSISTENT_WITHIN_QUERY), or when it is a wanka
-model macro in `udfs.registry.DETERMINISTIC` (DuckDB reports macro stability as NULL).
+model macro in `udfs.registry.DETERMINISTIC` or an AI function macro (DuckDB reports macro
+stability as NULL; a registered model answers at temperature 0 and each answer is cached, so
+a row's answer does not change between refreshes: warehouse/ai).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import duckdb
 from sqlglot import exp
 
 from udfs.registry import DETERMINISTIC
+from warehouse.ai.functions import SQL_NAMES as AI_FUNCTIONS
 
 #: Classes sqlglot gives non-deterministic functions it knows by name.
 _VOLATILE_CLASSES: dict[type[exp.Expression], str] = {
@@ -40,7 +43,7 @@ def nondeterminism_reason(select: exp.Expression, con: duckdb.DuckDBPyConnection
         [names],
     ).fetchall()
     for name, consistent, stability in sorted(rows):
-        if not consistent and name not in DETERMINISTIC:
+        if not consistent and name not in DETERMINISTIC and name not in AI_FUNCTIONS:
             return (
                 f"{name}() is not deterministic (DuckDB stability {stability}): its result "
                 "changes between refreshes"
