@@ -52,7 +52,7 @@ def _refuse_unsupported(nodes: list[Any], name: str) -> None:
     def args(pipe: parse.Pipe) -> list[parse.Arg]:
         found = []
         for cmd in pipe.cmds:
-            for arg in cmd:
+            for arg in cmd.args:
                 found.append(arg)
                 if arg.kind == "pipe":
                     found.extend(args(arg.value))
@@ -91,4 +91,7 @@ def expand(
         "Value": value,
     }
     table = funcs.functions(query or (lambda _: []), external_url)
-    return execute.run(_tree(text, name), name, table, data)
+    try:
+        return execute.run(_tree(text, name), name, table, data, _DEFS + text)
+    except TemplateError as error:
+        raise TemplateError(f"error executing template {name}: {error}") from None

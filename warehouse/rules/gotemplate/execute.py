@@ -16,7 +16,7 @@ from typing import Any
 from warehouse.rules.gotemplate import gofmt
 from warehouse.rules.gotemplate.funcs import CallError, truth
 from warehouse.rules.gotemplate.lex import TemplateError
-from warehouse.rules.gotemplate.parse import Action, Arg, Branch, Loop, Pipe
+from warehouse.rules.gotemplate.parse import Action, Arg, Branch, Command, Loop, Pipe
 
 _NO_VALUE = object()
 
@@ -30,14 +30,24 @@ class _Continue(Exception):
 
 
 class Runner:
-    def __init__(self, name: str, funcs: dict[str, Callable[..., Any]], data: Any) -> None:
-        self.name, self.funcs, self.data = name, funcs, data
+    def __init__(
+        self, name: str, funcs: dict[str, Callable[..., Any]], data: Any, source: str = ""
+    ) -> None:
+        self.name, self.funcs, self.data, self.source = name, funcs, data, source
+        self.at: Command | None = None  # the command being run, for errors
         self.scopes: list[dict[str, Any]] = [{"$": data}]
         self.out: list[str] = []
 
     def fail(self, line: int, at: str, why: str) -> TemplateError:
+        """Go's ExecError: `template: NAME:LINE:COL: executing "NAME" at <COMMAND>: why`."""
+        where, text = f"{line}", at
+        if self.at is not None:
+            pos = self.at.pos
+            line = self.source.count("\n", 0, pos) + 1
+            where = f"{line}:{pos - self.source.rfind(chr(10), 0, pos) - 1}"
+            text = self.at.text
         return TemplateError(
-            f'template: {self.name}:{line}: executing "{self.name}" at <{at}>: {why}'
+            f'template: {self.name}:{where}: executing "{self.name}" at <{text}>: {why}'
         )
 
     def run(self, nodes: list[Any], dot: Any) -> None:
@@ -115,7 +125,14 @@ class Runner:
                 self.set(name, value, pipe.assign)
         return value
 
-    def command(self, args: list[Arg], dot: Any, last: Any, line: int) -> Any:
+    def command(self, cmd: Command, dot: Any, last: Any, line: int) -> Any:
+        outer, self.at = self.at, cmd
+        try:
+            return self._command(cmd.args, dot, last, line)
+        finally:
+            self.at = outer
+
+    def _command(self, args: list[Arg], dot: Any, last: Any, line: int) -> Any:
         head = args[0]
         if head.kind == "func":
             return self.call(head.value, args[1:], dot, last, line)
@@ -191,9 +208,12 @@ class Runner:
         return base + "".join("." + f for f in arg.fields)
 
 
-def run(nodes: list[Any], name: str, funcs: dict[str, Callable[..., Any]], data: Any) -> str:
-    """The text of `nodes` run over `data`; TemplateError when a step fails."""
-    runner = Runner(name, funcs, data)
+def run(
+    nodes: list[Any], name: str, funcs: dict[str, Callable[..., Any]], data: Any, source: str = ""
+) -> str:
+    """The text of `nodes` (parsed from `source`) run over `data`; TemplateError when a step
+    fails."""
+    runner = Runner(name, funcs, data, source)
     with contextlib.suppress(_Break, _Continue):
         runner.run(nodes, data)
     return "".join(runner.out)

@@ -18,6 +18,7 @@ class Token:
     # | nil | dot | lparen | rparen | pipe | declare | assign | comma | keyword
     value: str
     line: int
+    pos: int = 0  # where it starts in the text (Go reports line:column of a failing command)
 
 
 KEYWORDS = {
@@ -100,10 +101,10 @@ def _action(text: str, pos: int, line: int, name: str, out: list[Token]) -> tupl
         if pos >= len(text):
             raise TemplateError(f"template: {name}:{line}: unclosed action")
         if text.startswith("}}", pos):
-            out.append(Token("close", "}}", line))
+            out.append(Token("close", "}}", line, pos))
             return pos + 2, line, False
         if text.startswith("-}}", pos) and pos > 0 and text[pos - 1] in " \t\r\n":
-            out.append(Token("close", "}}", line))
+            out.append(Token("close", "}}", line, pos))
             return pos + 3, line, True
         found = _TOKEN.match(text, pos)
         if found is None:
@@ -114,6 +115,6 @@ def _action(text: str, pos: int, line: int, name: str, out: list[Token]) -> tupl
         elif kind == "ident":
             kind = _WORDS.get(value, "keyword" if value in KEYWORDS else "ident")
         if kind != "space":  # Go 1.16 on: an action may span lines
-            out.append(Token(kind, value, line))
+            out.append(Token(kind, value, line, pos))
         line += value.count("\n")
         pos = found.end()

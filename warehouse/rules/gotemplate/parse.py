@@ -23,13 +23,21 @@ class Arg:
     kind: str
     value: Any = None
     fields: tuple[str, ...] = ()
+    text: str = ""  # as written (Go names a failing command by its text)
+
+
+@dataclass
+class Command:
+    args: list[Arg]
+    pos: int  # where its first operand starts in the template's text
+    text: str
 
 
 @dataclass
 class Pipe:
     decl: list[str]
     assign: bool  # `=` rather than `:=`
-    cmds: list[list[Arg]]
+    cmds: list[Command]
     line: int
 
 
@@ -162,7 +170,7 @@ class _Parser:
         if assign:
             for name in decl:
                 self.variable(name, line)
-        cmds: list[list[Arg]] = []
+        cmds: list[Command] = []
         while True:
             cmds.append(self.command())
             token = self.next()
@@ -174,19 +182,27 @@ class _Parser:
             self.scopes[-1].extend(decl)
         return Pipe(decl, assign, cmds, line)
 
-    def command(self) -> list[Arg]:
+    def command(self) -> Command:
         args: list[Arg] = []
+        start = self.peek()
         while (token := self.peek()) is not None and token.kind not in ("close", "pipe", "rparen"):
             args.append(self.operand())
-        if not args:
+        if not args or start is None:
             raise self.fail("missing value for command")
-        return args
+        return Command(args, start.pos, " ".join(a.text for a in args))
 
     def variable(self, name: str, line: int) -> None:
         if not any(name in scope for scope in self.scopes):
             raise self.fail(f'undefined variable "{name}"', line)
 
     def operand(self) -> Arg:
+        token = self.peek()
+        arg = self._operand()
+        if token is not None and not arg.text:
+            arg.text = token.value + "".join("." + f for f in arg.fields if arg.kind != "field")
+        return arg
+
+    def _operand(self) -> Arg:
         token = self.next()
         kind, value = token.kind, token.value
         if kind == "field":
@@ -212,7 +228,9 @@ class _Parser:
             return Arg("func", value)
         if kind == "lparen":
             inner = self.inner_pipeline()
-            return Arg("pipe", inner, self.fields())
+            fields = self.fields()
+            text = "(" + " | ".join(c.text for c in inner.cmds) + ")"
+            return Arg("pipe", inner, fields, text + "".join("." + f for f in fields))
         raise self.fail(f"unexpected {value!r} in operand".replace("'", '"'), token.line)
 
     def fields(self) -> tuple[str, ...]:
