@@ -187,6 +187,21 @@ def _open(
     "--scontrol-command",
     help="Also poll `CMD show job -d --oneliner` (GPU indices) [default: scontrol when on PATH].",
 )
+@click.option(
+    "--rule-file",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A Prometheus rule file to evaluate (repeatable; beside the file's rule_files).",
+)
+@click.option(
+    "--rule-query-offset",
+    type=Duration(),
+    help="Evaluate rules this long before now: late remote-written samples [default: 10s].",
+)
+@click.option(
+    "--external-url",
+    help="The URL alerts link back to (generatorURL) [default: http://HOST:PORT].",
+)
 @click.pass_context
 def serve(ctx: click.Context, /, config_file: Path | None, **options: Any) -> None:
     """Serve the warehouse: HTTP, PostgreSQL wire and the refresh scheduler in one process,
