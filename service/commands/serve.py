@@ -104,8 +104,10 @@ def _open(
             )
         pg = _start_pgwire(server, settings, settings.pg_port) if settings.pg_port else None
         app.state.open_locally = local and not users_exist
-        if settings.config_file is not None:
-            app.state.reloader = Reloader(server, Path(settings.config_file), reload_flags)
+        if settings.config_file is not None or settings.rules.files:
+            # with --rule-file alone, a reload rereads the rule files (under the same flags)
+            file = Path(settings.config_file) if settings.config_file is not None else None
+            app.state.reloader = Reloader(server, file, reload_flags)
         server.start(settings)  # the scheduler, then the live feeds
     except BaseException:
         if pg is not None:

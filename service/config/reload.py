@@ -47,9 +47,10 @@ class Outcome:
 
 
 class Reloader:
-    """Rereads `file` under `flags` and applies it to `server`, one reload at a time."""
+    """Rereads `file` under `flags` and applies it to `server`, one reload at a time (with no
+    file, the flags alone: the rule files given by --rule-file are reread)."""
 
-    def __init__(self, server: Server, file: Path, flags: Mapping[str, Any]) -> None:
+    def __init__(self, server: Server, file: Path | None, flags: Mapping[str, Any]) -> None:
         self.server, self.file, self.flags = server, file, dict(flags)
         self._lock = threading.Lock()
 

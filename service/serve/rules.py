@@ -35,7 +35,7 @@ from service.serve.metrics import Gauges
 from service.serve.settings import RuleSettings, ServeSettings
 from service.serve.writes import WriterBusy
 from warehouse.notifier.queue import Alertmanager, Notifier
-from warehouse.rules import api
+from warehouse.rules import api, tables
 from warehouse.rules.manager import RuleConfig, RuleManager
 from warehouse.rules.store import Store
 
@@ -79,6 +79,8 @@ class Rules:
         )
         with self.lock:
             self.manager.apply(config, list(rules.groups))
+            runners = list(self.manager.runners.values())
+        self._core.with_cursor(lambda cur: self._save_all(cur, runners))
         self.publish()
         notifier_changed = (
             rules.alertmanagers != self.settings.alertmanagers
@@ -100,6 +102,10 @@ class Rules:
                 old.stop()
             if self._started:
                 self.notifier.start()
+
+    def _save_all(self, cur: Any, runners: list[Any]) -> None:
+        with self._core.writes.hold(cur, 30):
+            tables.keep_only(cur, runners)
 
     def start(self) -> None:
         if self._started:
@@ -145,6 +151,7 @@ class Rules:
             try:
                 with self._core.writes.hold(cur, runner.interval_ms / 1000), self.lock:
                     alerts = self.manager.evaluate(runner, store, ts_ms)
+                    tables.save_group(cur, runner)
             except WriterBusy:
                 metrics.count(RULE_GROUP_ITERATIONS_MISSED, rule_group=group)
                 continue

@@ -7,6 +7,7 @@ template that fails still sends the alert; the rules' state answers /api/v1/rule
 
 from __future__ import annotations
 
+import json
 import time
 import warnings
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from tests.warehouses import Warehouses
 from warehouse.notifier.payload import rfc3339
 from warehouse.rules.manager import load_groups
 from warehouse.rules.store import Store, labels_of
+from warehouse.security.users import User
 
 pytestmark = needs_alertmanager
 
@@ -173,6 +175,26 @@ def test_the_api_answers_as_prometheus(server: Server) -> None:
     assert alert["value"] == "9.95e+01" and alert["state"] == "firing"
     assert alerts["data"]["alerts"] == [alert]
     assert [r["type"] for r in only["data"]["groups"][0]["rules"]] == ["recording"]
+    # the same in SQL, for a reader
+    session = server.session(User("ann", "reader"), fmt="json")
+    with session.turn():
+        rules_rows = (
+            session.run("SELECT name, type, health, state FROM wanka.rules ORDER BY position")
+            .reader.read_all()
+            .to_pylist()
+        )
+        alert_rows = (
+            session.run("SELECT alertname, state, value, labels FROM wanka.alerts")
+            .reader.read_all()
+            .to_pylist()
+        )
+    session.close()
+    assert [tuple(r.values()) for r in rules_rows] == [
+        ("gpu:temp:max", "recording", "ok", None), ("GpuHot", "alerting", "ok", "firing"),
+    ]  # fmt: skip
+    [row] = alert_rows
+    assert (row["alertname"], row["state"], row["value"]) == ("GpuHot", "firing", 99.5)
+    assert json.loads(row["labels"])["Hostname"] == "n3"
 
 
 def test_a_reload_with_a_changed_group_keeps_nothing_stale(server: Server, tmp_path: Path) -> None:
