@@ -36,6 +36,7 @@ from service.serve.settings import RuleSettings, ServeSettings
 from service.serve.writes import WriterBusy
 from warehouse.notifier.queue import Alertmanager, Notifier
 from warehouse.rules import api, tables
+from warehouse.rules.health_series import METRIC, HealthSeries
 from warehouse.rules.manager import RuleConfig, RuleManager
 from warehouse.rules.store import Store
 
@@ -51,6 +52,7 @@ class Rules:
         self.settings = RuleSettings()
         self.external_labels: dict[str, str] = {}
         self.notifier: Notifier | None = None
+        self.health = HealthSeries()  # wanka_gpu_health, for the groups that read it
         self._counted: dict[tuple[str, str], int] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -146,6 +148,9 @@ class Rules:
         with self.lock:
             due = self.manager.due(now_ms)
         store = Store(cur, self._core.limits.timeout_s)
+        if any(reads is not None and METRIC in reads for r, _ in due for reads in r.reads):
+            with self._core.writes.hold(cur, TICK_S * 10):
+                self.health.write(cur, max(ts for _, ts in due))
         for runner, ts_ms in due:
             group = f"{runner.group.file};{runner.group.name}"
             try:
