@@ -105,7 +105,9 @@ class AlertingRule:
                 alert.state, alert.fired_at_ms = FIRING, ts_ms
             if self.restored:
                 samples.append((self.series("ALERTS", alert, state=True), 1.0))
-                samples.append((self.series("ALERTS_FOR_STATE", alert), alert.active_at_ms / 1000))
+                # Prometheus writes the activation in whole seconds (time.Unix)
+                for_state = float(alert.active_at_ms // 1000)
+                samples.append((self.series("ALERTS_FOR_STATE", alert), for_state))
         if limit > 0 and active_count > limit:
             self.active = {}
             raise EvalError(f"exceeded limit of {limit} with {active_count} alerts")
