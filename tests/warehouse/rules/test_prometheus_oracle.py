@@ -10,6 +10,7 @@ and the alerts' conditions are false before it, so both start from the same (emp
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import time
@@ -75,10 +76,10 @@ def remote_write(url: str, rows: list[Sample]) -> None:
         by_series.setdefault(labels, []).append((ts, value))
     for labels, points in by_series.items():
         entry = request.timeseries.add()
-        for name, value in labels:
-            entry.labels.add(name=name, value=value)
-        for ts, value in sorted(points):
-            entry.samples.add(timestamp=ts, value=value)
+        for name, text in labels:
+            entry.labels.add(name=name, value=text)
+        for ts, number in sorted(points):
+            entry.samples.add(timestamp=ts, value=number)
     body = cramjam.snappy.compress_raw(request.SerializeToString())
     answer = httpx.post(
         f"{url}/api/v1/write", content=bytes(body), timeout=30,
@@ -164,8 +165,6 @@ def raw_wanka(store: Store, metric: str) -> set[Sample]:
     rows = store.cursor.execute(
         "SELECT labels, epoch_ms(ts), value FROM prom_samples WHERE metric = ?", [metric]
     ).fetchall()
-    import json
-
     return {
         (labels_of({"__name__": metric, **json.loads(text or "{}")}), int(ts), float(value))
         for text, ts, value in rows
