@@ -176,7 +176,7 @@ def main() -> None:
             share = mine / INTERVAL_S
             worst = max(worst, share)
             print(f"| {group.name} | {len(group.rules)} | {other:.4f} | {mine:.3f} | "
-                  f"{mine / other:.0f}x | {share:.1%} |")  # fmt: skip
+                  f"{mine / other:.2f}x | {share:.1%} |")  # fmt: skip
         verdict = "met" if worst <= TARGET_SHARE else "NOT met"
         print(f"\nworst group: {worst:.1%} of its interval; target {TARGET_SHARE:.0%}: {verdict}")
     finally:
