@@ -35,13 +35,13 @@ class Alert:
     fired_at_ms: int = 0
     resolved_at_ms: int = 0
     keep_firing_since_ms: int = 0
-    last_sent_ms: int = 0
+    last_sent_ms: int | None = None  # None: never sent
     valid_until_ms: int = 0
 
     def needs_sending(self, ts_ms: int, resend_delay_ms: int) -> bool:
         if self.state == PENDING:
             return False
-        if self.resolved_at_ms > self.last_sent_ms:
+        if self.last_sent_ms is None or self.resolved_at_ms > self.last_sent_ms:
             return True
         return self.last_sent_ms + resend_delay_ms < ts_ms
 

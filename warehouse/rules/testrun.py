@@ -15,6 +15,7 @@ the step promtool names.
 
 from __future__ import annotations
 
+import atexit
 import json
 import re
 import shutil
@@ -49,6 +50,7 @@ def scratch_engine() -> Iterator[Engine]:
         if "template" not in _scratch:
             room = Path("/dev/shm") if Path("/dev/shm").is_dir() else None
             folder = Path(tempfile.mkdtemp(prefix="wanka-rules-test-", dir=room))
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
             Engine(str(folder / "template.duckdb")).close()
             _scratch["template"] = folder / "template.duckdb"
     template = _scratch["template"]

@@ -53,3 +53,23 @@ def test_keep_firing_for_holds_a_firing_alert_after_its_series_goes() -> None:
         rule.evaluate([Point(SERIES, 1.0)] if present else [], step * STEP)
         states.append(rule.state())
     assert states == [FIRING, FIRING, FIRING, INACTIVE, FIRING]
+
+
+def test_firing_is_resent_every_minute_and_a_resolution_for_15_minutes() -> None:
+    rule = AlertingRule(Rule("alert", "A", "x > 0"), {}, "")
+    sent_at: list[tuple[int, str, int]] = []
+    for step in range(0, 100):  # 15 s evaluations: firing for 5 minutes, then resolved
+        ts = step * STEP
+        rule.evaluate([Point(SERIES, 1.0)] if step < 20 else [], ts)
+        for alert in rule.to_send(ts, STEP):
+            ends = alert.resolved_at_ms or alert.valid_until_ms
+            sent_at.append((ts // 1000, alert.state, ends // 1000))
+    firing = [s for s in sent_at if s[1] == FIRING]
+    resolved = [s for s in sent_at if s[1] == INACTIVE]
+    # at once, then every minute (the first evaluation past a minute since the last send)
+    assert [t for t, _, _ in firing] == [0, 75, 150, 225]
+    assert all(ends == t + 240 for t, _, ends in firing)  # endsAt: 4 minutes on
+    # resolved at 300 s: sent then, and again every minute for 15 minutes, endsAt the resolution
+    assert [t for t, _, _ in resolved][:2] == [300, 375] and resolved[-1][0] <= 300 + 15 * 60
+    assert all(ends == 300 for _, _, ends in resolved)
+    assert rule.active == {}  # forgotten after the 15 minutes
