@@ -54,7 +54,12 @@ def rules(files: tuple[Path, ...]) -> None:
             click.echo()
             failed += 1
             continue
-        click.echo(f"  SUCCESS: {rulefile.rules_count(groups)} rules found")
+        lint = rulefile.duplicate_rules(groups)
+        if lint is not None:  # a warning, as promtool's default lint: the file is valid
+            click.echo("  FAILED:", err=True)
+            click.echo(lint, err=True)
+        else:
+            click.echo(f"  SUCCESS: {rulefile.rules_count(groups)} rules found")
         click.echo()
     if failed:
         raise SystemExit(2)

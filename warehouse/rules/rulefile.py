@@ -25,6 +25,7 @@ warehouse.rules.rulefile.RuleFileError: b.yml: yaml: unmarshal errors:
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -337,3 +338,25 @@ def rules_count(groups: list[Group]) -> int:
 
 def describe(value: Any) -> str:
     return str(value)
+
+
+def duplicate_rules(groups: list[Group]) -> str | None:
+    """promtool's duplicate-rules lint: rules of a file with the same name and labels, worded
+    as it prints them (a warning: the file is still valid); None when there are none.
+
+    >>> rule = Rule("record", "job:up:sum", "sum(up)", labels=(("team", "gpu"),))
+    >>> twice = [Group("f", "a", None, 0, (rule,)), Group("f", "b", None, 0, (rule,))]
+    >>> duplicate_rules(twice).splitlines()[:3]
+    ['lint error 1 duplicate rule(s) found.', 'Metric: job:up:sum', 'Label(s):']
+    """
+    keys = sorted((rule.name, rule.labels) for group in groups for rule in group.rules)
+    found: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+    for before, key in itertools.pairwise(keys):
+        if key == before and (not found or found[-1] != key):
+            found.append(key)
+    if not found:
+        return None
+    text = f"lint error {len(found)} duplicate rule(s) found.\n"
+    for name, labels in found:
+        text += f"Metric: {name}\nLabel(s):\n" + "".join(f"\t{k}: {v}\n" for k, v in labels)
+    return text + "Might cause inconsistency while recording expressions"

@@ -60,6 +60,14 @@ def test_the_command_prints_as_promtool_and_exits_2_on_a_bad_file() -> None:
     assert "invalid field 'for' in recording rule" in ran.stderr
 
 
+@pytest.mark.parametrize("name", ["rules_duplicates.yml", "prometheus-rules.lint.yml"])
+def test_duplicate_rules_are_linted_as_promtool_lints_them(name: str) -> None:
+    path = CORPUS / "prometheus" / "promtool" / name
+    oracle = promtool("check", "rules", name, cwd=path.parent)
+    ran = invoke_wanka("check", "rules", name, cwd=path.parent)
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, oracle.stdout, oracle.stderr)
+
+
 def _first_alert(doc: dict[str, Any]) -> dict[str, Any] | None:
     for group in doc.get("groups") or []:
         for rule in group.get("rules") or []:
