@@ -38,7 +38,7 @@ from warehouse.notifier.queue import Alertmanager, Notifier
 from warehouse.rules import api, tables
 from warehouse.rules.health_series import METRIC, HealthSeries
 from warehouse.rules.manager import RuleConfig, RuleManager
-from warehouse.rules.store import Store
+from warehouse.rules.store import QUERY_WORKERS, Store
 
 log = logging.getLogger("wanka.rules")
 TICK_S = 1.0
@@ -147,7 +147,7 @@ class Rules:
         metrics = self._core.metrics
         with self.lock:
             due = self.manager.due(now_ms)
-        store = Store(cur, self._core.limits.timeout_s)
+        store = Store(cur, self._core.limits.timeout_s, workers=QUERY_WORKERS)
         if any(reads is not None and METRIC in reads for r, _ in due for reads in r.reads):
             with self._core.writes.hold(cur, TICK_S * 10):
                 self.health.write(cur, max(ts for _, ts in due))

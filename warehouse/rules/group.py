@@ -5,18 +5,23 @@ returned last time and not this time, and a failing rule marked `err` while the 
 
 Writes are kept back while no later rule of the group reads what they hold (by the metric names
 of the later rules' selectors), and stored together: the same visibility for a tenth of the
-appends in a group of independent rules.
+appends in a group of independent rules. For the same reason, the queries of the rules that read
+nothing an earlier rule of the group writes may run at once, on `store.workers` cursors
+(planning a translated PromQL query is most of its time, and it is single-threaded); their
+results are then taken in the rules' order, so what is stored and alerted is the same.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from warehouse.rules import expressions
 from warehouse.rules.alerts import Alert, AlertingRule, EvalError
 from warehouse.rules.rulefile import Group, Rule
-from warehouse.rules.store import Labels, QueryError, Store, labels_of
+from warehouse.rules.store import Labels, Point, QueryError, Store, labels_of
 
 DEFAULT_INTERVAL_MS = 60_000
 
@@ -74,6 +79,12 @@ class GroupRunner:
         self.status = [RuleStatus() for _ in group.rules]
         self.previous: list[set[Labels]] = [set() for _ in group.rules]
         self.reads = [_reads(r) for r in group.rules]
+        # whose query reads nothing written by a rule before it in the group
+        written: set[str] = set()
+        self.early: list[bool] = []
+        for rule, reads in zip(group.rules, self.reads, strict=True):
+            self.early.append(reads is not None and not reads & written)
+            written |= _output_names(rule)
         self.last_evaluation_ms: int | None = None
         self.evaluation_s = 0.0
 
@@ -84,6 +95,33 @@ class GroupRunner:
     def evaluate(self, store: Store, ts_ms: int) -> list[tuple[AlertingRule, list[Alert]]]:
         """Evaluate every rule at `ts_ms`, storing what they produce; the alerts due to
         Alertmanager, by rule."""
+        early = [i for i, ok in enumerate(self.early) if ok] if store.workers > 1 else []
+        if len(early) < 2:
+            return self._evaluate(store, ts_ms, {})
+        local = threading.local()
+        children: list[Store] = []
+
+        def query(expression: str) -> list[Point]:
+            if not hasattr(local, "store"):
+                local.store = store.child()
+                children.append(local.store)
+            result: list[Point] = local.store.query(expression, ts_ms)
+            return result
+
+        with ThreadPoolExecutor(store.workers, thread_name_prefix="wanka-rule-query") as pool:
+            futures = {i: pool.submit(query, self.group.rules[i].expr) for i in early}
+            try:
+                return self._evaluate(store, ts_ms, futures)
+            finally:
+                for future in futures.values():
+                    future.cancel()
+                pool.shutdown(wait=True)
+                for child in children:
+                    child.cursor.close()
+
+    def _evaluate(
+        self, store: Store, ts_ms: int, prefetched: dict[int, Future[list[Point]]]
+    ) -> list[tuple[AlertingRule, list[Alert]]]:
         started = time.perf_counter()
         pending = _Pending()
         to_send: list[tuple[AlertingRule, list[Alert]]] = []
@@ -94,10 +132,12 @@ class GroupRunner:
             status = self.status[index]
             rule_started = time.perf_counter()
             try:
+                future = prefetched.get(index)
+                points = future.result() if future else store.query(rule.expr, ts_ms)
                 if rule.kind == "record":
-                    samples = self._record(rule, store, ts_ms)
+                    samples = self._record(rule, points)
                 else:
-                    samples = self._alert(index, store, ts_ms)
+                    samples = self._alert(index, points, store, ts_ms)
             except (QueryError, EvalError) as error:
                 status.health, status.last_error = "err", str(error)
             else:
@@ -125,9 +165,9 @@ class GroupRunner:
             store.write(pending.points, pending.stale)
         pending.points, pending.stale, pending.names = [], [], set()
 
-    def _record(self, rule: Rule, store: Store, ts_ms: int) -> list[tuple[Labels, float]]:
+    def _record(self, rule: Rule, points: list[Point]) -> list[tuple[Labels, float]]:
         found: dict[Labels, float] = {}
-        for point in store.query(rule.expr, ts_ms):
+        for point in points:
             labels = dict(point.labels)
             labels["__name__"] = rule.name
             for name, value in rule.labels:
@@ -145,7 +185,8 @@ class GroupRunner:
             raise EvalError(f"exceeded limit {self.group.limit} with {len(found)} series")
         return list(found.items())
 
-    def _alert(self, index: int, store: Store, ts_ms: int) -> list[tuple[Labels, float]]:
+    def _alert(
+        self, index: int, points: list[Point], store: Store, ts_ms: int
+    ) -> list[tuple[Labels, float]]:
         alerting = self.alerting[index]
-        points = store.query(alerting.rule.expr, ts_ms)
         return alerting.evaluate(points, ts_ms, store.query, self.group.limit)

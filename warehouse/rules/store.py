@@ -8,6 +8,7 @@ remote-written series.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,12 +17,16 @@ from typing import Any
 import duckdb
 
 from warehouse.ingest.models import ModelNames
+from warehouse.kernel.engine import CATALOG
 from warehouse.promql import evaluate
 from warehouse.promql.plan import PromQLError
 from warehouse.remote_write import rows
 from warehouse.tsdb.append import append
 
 Labels = tuple[tuple[str, str], ...]  # sorted (name, value) pairs, `__name__` included
+#: Queries of a group run at once by the serve process: one per core (planning a translated
+#: query is single-threaded; bench_rules measured 2 on 2 cores as the best, 3 and 4 no better)
+QUERY_WORKERS = min(8, os.cpu_count() or 1)
 
 
 class QueryError(Exception):
@@ -39,11 +44,22 @@ def labels_of(pairs: dict[str, str]) -> Labels:
 
 
 class Store:
-    """Queries and writes on `cursor`; a query running past `timeout_s` is interrupted."""
+    """Queries and writes on `cursor`; a query running past `timeout_s` is interrupted. A group
+    may run up to `workers` of its independent queries at once, each on a cursor of its own
+    (`child`)."""
 
-    def __init__(self, cursor: duckdb.DuckDBPyConnection, timeout_s: float | None = None) -> None:
-        self.cursor, self.timeout_s = cursor, timeout_s
+    def __init__(
+        self, cursor: duckdb.DuckDBPyConnection, timeout_s: float | None = None, workers: int = 1
+    ) -> None:
+        self.cursor, self.timeout_s, self.workers = cursor, timeout_s, workers
         self.models = ModelNames({})
+
+    def child(self) -> Store:
+        """A store on a new cursor of the same database, for a query on another thread (in the
+        warehouse's catalog, as `Engine.cursor` opens one)."""
+        cursor = self.cursor.cursor()
+        cursor.execute(f"USE {CATALOG}")
+        return Store(cursor, self.timeout_s)
 
     def query(self, expression: str, time_ms: int) -> list[Point]:
         """The instant vector (or scalar, as one unlabelled point) of `expression` at `time_ms`."""
