@@ -26,7 +26,7 @@ from warehouse.tsdb.append import append
 Labels = tuple[tuple[str, str], ...]  # sorted (name, value) pairs, `__name__` included
 #: Queries of a group run at once by the serve process: one per core (planning a translated
 #: query is single-threaded; bench_rules measured 2 on 2 cores as the best, 3 and 4 no better)
-QUERY_WORKERS = min(8, os.cpu_count() or 1)
+QUERY_WORKERS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
 
 class QueryError(Exception):
