@@ -25,7 +25,8 @@ from warehouse.rules.manager import load_groups
 from warehouse.rules.store import Store, labels_of
 from warehouse.security.users import User
 
-pytestmark = needs_alertmanager
+# one Alertmanager and one served warehouse for the module: its tests on one xdist worker
+pytestmark = [needs_alertmanager, pytest.mark.xdist_group("rules-alertmanager")]
 
 RULES = """\
 groups:
