@@ -3,8 +3,8 @@
 `Rules` is a part of the server (start / stop / apply): `apply` hands the groups read with the
 settings to `warehouse.rules.manager.RuleManager` (a group that did not change keeps its alerts)
 and the Alertmanagers to a `warehouse.notifier.queue.Notifier`. Its thread wakes every second,
-evaluates the groups that are due on a cursor of its own, holding the write gate while a group
-runs (its rules store what they record), and queues the alerts due; the queue never blocks it.
+evaluates the groups that are due on a cursor of its own, holding the write gate only while it
+stores what the rules recorded, and queues the alerts due; the queue never blocks it.
 `/api/v1/rules`, `/api/v1/alerts` and `wanka.rules` / `wanka.alerts` read `snapshot`.
 """
 
@@ -42,6 +42,7 @@ from warehouse.rules.store import QUERY_WORKERS, Store
 
 log = logging.getLogger("wanka.rules")
 TICK_S = 1.0
+WRITE_WAIT_S = 10.0  # for the write gate, before an evaluation's write is given up (counted)
 
 
 class Rules:
@@ -147,15 +148,20 @@ class Rules:
         metrics = self._core.metrics
         with self.lock:
             due = self.manager.due(now_ms)
-        store = Store(cur, self._core.limits.timeout_s, workers=QUERY_WORKERS)
+        # the write gate only around each write: queries (seconds for a large group) never
+        # hold up remote_write or ingest
+        store = Store(
+            cur, self._core.limits.timeout_s, workers=QUERY_WORKERS,
+            guard=lambda: self._core.writes.hold(cur, WRITE_WAIT_S),
+        )  # fmt: skip
         if any(reads is not None and METRIC in reads for r, _ in due for reads in r.reads):
-            with self._core.writes.hold(cur, TICK_S * 10):
-                self.health.write(cur, max(ts for _, ts in due))
+            self.health.write(store, max(ts for _, ts in due))
         for runner, ts_ms in due:
             group = f"{runner.group.file};{runner.group.name}"
             try:
-                with self._core.writes.hold(cur, runner.interval_ms / 1000), self.lock:
+                with self.lock:
                     alerts = self.manager.evaluate(runner, store, ts_ms)
+                with self._core.writes.hold(cur, WRITE_WAIT_S):
                     tables.save_group(cur, runner)
             except WriterBusy:
                 metrics.count(RULE_GROUP_ITERATIONS_MISSED, rule_group=group)

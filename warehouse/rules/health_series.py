@@ -33,11 +33,11 @@ class HealthSeries:
     def __init__(self) -> None:
         self.previous: set[Labels] = set()
 
-    def write(self, cur: duckdb.DuckDBPyConnection, ts_ms: int) -> int:
+    def write(self, store: Store, ts_ms: int) -> int:
         """Write the current findings at `ts_ms`; how many. Nothing when the warehouse has no
         health_findings (a file without the shipped dynamic tables)."""
         try:
-            rows = cur.execute(_CURRENT).fetchall()
+            rows = store.cursor.execute(_CURRENT).fetchall()
         except duckdb.CatalogException:
             return 0
         points = []
@@ -52,6 +52,6 @@ class HealthSeries:
             points.append((labels_of(labels), ts_ms, float(severity or 0)))
         now = {labels for labels, _, _ in points}
         gone = [(labels, ts_ms) for labels in self.previous - now]
-        Store(cur).write(points, gone)
+        store.write(points, gone)
         self.previous = now
         return len(points)

@@ -7,10 +7,12 @@ remote-written series.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,9 +51,15 @@ class Store:
     (`child`)."""
 
     def __init__(
-        self, cursor: duckdb.DuckDBPyConnection, timeout_s: float | None = None, workers: int = 1
+        self,
+        cursor: duckdb.DuckDBPyConnection,
+        timeout_s: float | None = None,
+        workers: int = 1,
+        guard: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> None:
         self.cursor, self.timeout_s, self.workers = cursor, timeout_s, workers
+        #: held around each write (the serve process's write gate); queries run without it
+        self.guard = guard or contextlib.nullcontext
         self.models = ModelNames({})
 
     def child(self) -> Store:
@@ -117,4 +125,5 @@ class Store:
         if not series:
             return
         decoded = rows.assemble(series, samples, markers, len(samples[0]) + len(markers[0]))
-        append(self.cursor, decoded)
+        with self.guard():
+            append(self.cursor, decoded)

@@ -31,7 +31,7 @@ def test_a_drain_finding_is_an_alert_with_its_evidence_until_it_ends() -> None:
         runner = GroupRunner(group)
         for alerting in runner.alerting.values():
             alerting.restored = True
-        assert series.write(cur, T0) == 1  # only the current finding
+        assert series.write(store, T0) == 1  # only the current finding
         runner.evaluate(store, T0)
         [drain] = runner.alerting[1].firing()
         labels, annotations = dict(drain.labels), dict(drain.annotations)
@@ -43,7 +43,7 @@ def test_a_drain_finding_is_an_alert_with_its_evidence_until_it_ends() -> None:
         assert annotations["summary"] == "GPU 3 on node-7: drain (xid)"
         assert "Evidence: xid 79 GPU has fallen off the bus." in annotations["description"]
         cur.execute("UPDATE health_findings SET current = false")
-        assert series.write(cur, T0 + 15_000) == 0  # a staleness marker ends the series
+        assert series.write(store, T0 + 15_000) == 0  # a staleness marker ends the series
         runner.evaluate(store, T0 + 15_000)
         assert runner.alerting[1].firing() == []
         assert runner.alerting[1].state() == "inactive"
