@@ -137,3 +137,31 @@ def compact_now(db: str) -> tuple[int, int, float]:
     cur.close()
     engine.close()
     return sum(m.samples for m in moved), sum(m.bytes for m in moved), took
+
+
+def load_one(db: str, prometheus: str, gpus: int, minutes: int) -> dict[str, float]:
+    """The samples of `gpus` for `minutes` ending now, into Prometheus (remote_write) and
+    wanka (its decode and store); seconds each took, and the samples."""
+    steps = max(1, minutes * 60 // SCRAPE_S)
+    start_ms = (int(time.time()) // SCRAPE_S - steps + 1) * SCRAPE_S * 1000 + SCRAPE_OFFSET_S * 1000
+    engine = Engine(db)
+    cache = SeriesCache(ModelNames(read_context(engine).model_names))
+    cur = engine.cursor()
+    limits = Limits()
+    took = {"prometheus": 0.0, "wanka": 0.0, "samples": 0.0}
+    headers = {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf",
+               "X-Prometheus-Remote-Write-Version": "0.1.0"}  # fmt: skip
+    with httpx.Client(timeout=120) as client:
+        for samples, body in requests(gpus, steps, start_ms):
+            t0 = time.perf_counter()
+            client.post(
+                f"{prometheus}/api/v1/write", content=body, headers=headers
+            ).raise_for_status()
+            took["prometheus"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            append(cur, decode(body, cache, limits), cache=cache)
+            took["wanka"] += time.perf_counter() - t0
+            took["samples"] += samples
+    cur.close()
+    engine.close()
+    return took

@@ -29,9 +29,16 @@ def _start(
     return process, url
 
 
-def start_prometheus(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_prometheus(
+    folder: Path, rule_file: Path | None = None, evaluation_interval_s: int = 60
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Prometheus over an empty TSDB in `folder`; evaluating `rule_file` when given."""
     config = folder / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
+    rules = f"rule_files: [{rule_file}]\n" if rule_file is not None else ""
+    config.write_text(
+        f"global:\n  scrape_interval: 1h\n  evaluation_interval: {evaluation_interval_s}s\n"
+        f"{rules}scrape_configs: []\n"
+    )
     args = [
         f"--config.file={config}",
         f"--storage.tsdb.path={folder / 'tsdb'}",

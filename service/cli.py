@@ -30,6 +30,7 @@ COMMANDS = {
     "demo": "service.commands.cluster:demo",
     "serve": "service.commands.serve:serve",
     "check": "service.commands.check:check",
+    "test": "service.commands.rules:test",
     "user": "service.commands.users:user",
     "token": "service.commands.users:token",
     "analyze": "service.commands.analyze:analyze",

@@ -104,8 +104,10 @@ def _open(
             )
         pg = _start_pgwire(server, settings, settings.pg_port) if settings.pg_port else None
         app.state.open_locally = local and not users_exist
-        if settings.config_file is not None:
-            app.state.reloader = Reloader(server, Path(settings.config_file), reload_flags)
+        if settings.config_file is not None or settings.rules.files:
+            # with --rule-file alone, a reload rereads the rule files (under the same flags)
+            file = Path(settings.config_file) if settings.config_file is not None else None
+            app.state.reloader = Reloader(server, file, reload_flags)
         server.start(settings)  # the scheduler, then the live feeds
     except BaseException:
         if pg is not None:
@@ -186,6 +188,21 @@ def _open(
 @click.option(
     "--scontrol-command",
     help="Also poll `CMD show job -d --oneliner` (GPU indices) [default: scontrol when on PATH].",
+)
+@click.option(
+    "--rule-file",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A Prometheus rule file to evaluate (repeatable; beside the file's rule_files).",
+)
+@click.option(
+    "--rule-query-offset",
+    type=Duration(),
+    help="Evaluate rules this long before now: late remote-written samples [default: 10s].",
+)
+@click.option(
+    "--external-url",
+    help="The URL alerts link back to (generatorURL) [default: http://HOST:PORT].",
 )
 @click.pass_context
 def serve(ctx: click.Context, /, config_file: Path | None, **options: Any) -> None:

@@ -18,6 +18,7 @@ from service.serve.settings import (
     FeedSettings,
     Limits,
     LogSettings,
+    RuleSettings,
     ScrapeJob,
     ServeSettings,
     Tls,
@@ -27,6 +28,7 @@ from service.serve.settings import (
 _BASE = ServeSettings(None)
 _LOG = LogSettings()
 _JOB = ScrapeJob()  # wanka scrapes every 15 s by default, with a 10 s timeout
+_RULES = RuleSettings()
 
 
 def load(file: Path | None, flags: Mapping[str, Any], db: str | None = None) -> ServeSettings:
@@ -72,6 +74,42 @@ def build(
         retention=tuple(sorted(raw.get("retention", {}).items())),
         shutdown_grace_s=raw.get("shutdown", {}).get("grace_period", _BASE.shutdown_grace_s),
         config_file=config_file,
+        rules=_rules(raw, flags),
+    )
+
+
+def _rules(raw: Mapping[str, Any], flags: Mapping[str, Any]) -> RuleSettings:
+    """`rule_files` (and each --rule-file) read now, all or nothing; the Alertmanagers of
+    `alerting.alertmanagers` as base URLs."""
+    from warehouse.rules.manager import load_groups
+    from warehouse.rules.rulefile import RuleFileError
+
+    files = tuple(str(f) for f in raw.get("rule_files", [])) + tuple(
+        str(f) for f in flags.get("rule_file", ())
+    )
+    try:
+        groups = tuple(load_groups(files))
+    except RuleFileError as error:
+        raise spec.ConfigError(f"rule_files: {error}") from None
+    alertmanagers: list[str] = []
+    timeout = _RULES.alertmanager_timeout_s
+    for given in raw.get("alerting", {}).get("alertmanagers", []):
+        scheme, prefix = given.get("scheme", "http"), given.get("path_prefix", "").strip("/")
+        timeout = given.get("timeout", timeout)
+        for group in given.get("static_configs", []):
+            for target in group.get("targets", []):
+                alertmanagers.append(f"{scheme}://{target}" + (f"/{prefix}" if prefix else ""))
+    evaluation = raw.get("global", {})
+    return RuleSettings(
+        files=files,
+        groups=groups,
+        evaluation_interval_s=evaluation.get("evaluation_interval", _RULES.evaluation_interval_s),
+        query_offset_s=flags.get(
+            "rule_query_offset", evaluation.get("rule_query_offset", _RULES.query_offset_s)
+        ),
+        alertmanagers=tuple(alertmanagers),
+        alertmanager_timeout_s=timeout,
+        external_url=flags.get("external_url", _RULES.external_url),
     )
 
 

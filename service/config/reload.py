@@ -47,11 +47,15 @@ class Outcome:
 
 
 class Reloader:
-    """Rereads `file` under `flags` and applies it to `server`, one reload at a time."""
+    """Rereads `file` under `flags` and applies it to `server`, one reload at a time (with no
+    file, the flags alone: the rule files given by --rule-file are reread)."""
 
-    def __init__(self, server: Server, file: Path, flags: Mapping[str, Any]) -> None:
+    def __init__(self, server: Server, file: Path | None, flags: Mapping[str, Any]) -> None:
         self.server, self.file, self.flags = server, file, dict(flags)
         self._lock = threading.Lock()
+
+    def _what(self) -> str:
+        return str(self.file) if self.file is not None else "--rule-file"
 
     def reload(self) -> Outcome:
         with self._lock:
@@ -76,10 +80,10 @@ class Reloader:
             log.warning(
                 "configuration reloaded; these take effect only at a restart: %s",
                 ", ".join(later),
-                extra={"file": str(self.file)},
+                extra={"file": self._what()},
             )
         else:
-            log.info("configuration reloaded", extra={"file": str(self.file)})
+            log.info("configuration reloaded", extra={"file": self._what()})
         return Outcome(True, needs_restart=later)
 
     def _refused(self, why: str) -> Outcome:
@@ -87,7 +91,7 @@ class Reloader:
         log.error(
             "configuration not reloaded, the running one kept: %s",
             why,
-            extra={"file": str(self.file)},
+            extra={"file": self._what()},
         )
         return Outcome(False, error=why)
 

@@ -95,6 +95,16 @@ SCRAPE = Section(
         "credentials_file or credentials_env"
     },
 )
+ALERTMANAGER = Section(
+    {
+        "static_configs": ListOf(Section({"targets": ListOf(text)})),
+        "scheme": choice("http", "https"),
+        "path_prefix": text,
+        "timeout": duration,
+        "api_version": choice("v2"),
+    },
+    required=("static_configs",),
+)
 SHAPE = Section(
     {
         "db": path,
@@ -117,9 +127,17 @@ SHAPE = Section(
         "memory_limit": size,
         "scheduler": Section({"refresh_interval": duration}),
         "global": Section(
-            {"scrape_interval": duration, "scrape_timeout": duration, "external_labels": labels},
+            {
+                "scrape_interval": duration,
+                "scrape_timeout": duration,
+                "external_labels": labels,
+                "evaluation_interval": duration,
+                "rule_query_offset": duration,
+            },
             check=_timeout_within,
         ),
+        "rule_files": ListOf(path),  # Prometheus 2.42 rule files; a `*` globs as in Prometheus
+        "alerting": Section({"alertmanagers": ListOf(ALERTMANAGER)}),
         "scrape_configs": ListOf(SCRAPE, unique="job_name"),
         "slurm": Section(
             {"sacct_interval": duration, "sacct_command": text, "scontrol_command": text}

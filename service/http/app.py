@@ -25,6 +25,7 @@ from service.http import (
     routes_prom,
     routes_promwrite,
     routes_query,
+    routes_rules,
     routes_web,
     workers,
 )
@@ -78,6 +79,7 @@ def create_app(
         routes_ingest.router,
         routes_promwrite.router,
         routes_prom.router,
+        routes_rules.router,
         routes_ops.router,
     ):
         app.include_router(router)

@@ -81,7 +81,7 @@ def serve_http(app: Any, settings: ServeSettings, opener: Callable[[], Opened]) 
         if reloader is None:
             log.warning("SIGHUP received, but wanka serve was started without --config")
             return
-        log.info("SIGHUP received: rereading %s", settings.config_file)
+        log.info("SIGHUP received: rereading %s", settings.config_file or "the rule files")
         reloader.in_background()
 
     config = uvicorn.Config(

@@ -175,3 +175,46 @@ REMOTE_WRITE_LAG = _declare(
 SACCT_LAST_SUCCESS = _declare(
     Gauge("wanka_sacct_last_success_timestamp_seconds", "When a Slurm poll last worked.")
 )
+
+# -- rules and alerts (service/serve/rules.py), under Prometheus's own names -------------------
+NOTIFICATIONS_DROPPED = _declare(
+    Counter(
+        "prometheus_notifications_dropped_total",
+        "Alerts dropped: queue full or no Alertmanager took them.",
+    )
+)
+NOTIFICATIONS_SENT = _declare(
+    Counter("prometheus_notifications_sent_total", "Alerts posted to an Alertmanager.")
+)
+NOTIFICATIONS_ERRORS = _declare(
+    Counter("prometheus_notifications_errors_total", "Posts to an Alertmanager that failed.")
+)
+NOTIFICATIONS_QUEUE_LENGTH = _declare(
+    Gauge("prometheus_notifications_queue_length", "Alerts waiting to be sent.")
+)
+NOTIFICATIONS_QUEUE_CAPACITY = _declare(
+    Gauge("prometheus_notifications_queue_capacity", "The capacity of the alert queue.")
+)
+NOTIFICATIONS_LATENCY = _declare(
+    Gauge("prometheus_notifications_latency_seconds", "The last post to the Alertmanager took.")
+)
+ALERTMANAGERS_DISCOVERED = _declare(
+    Gauge("prometheus_notifications_alertmanagers_discovered", "Alertmanagers configured.")
+)
+RULE_EVALUATIONS = _declare(
+    Counter("prometheus_rule_evaluations_total", "Rule evaluations, by rule group.")
+)
+RULE_EVALUATION_FAILURES = _declare(
+    Counter("prometheus_rule_evaluation_failures_total", "Rule evaluations that failed.")
+)
+RULE_GROUP_LAST_DURATION = _declare(
+    Gauge("prometheus_rule_group_last_duration_seconds", "The group's last evaluation took.")
+)
+RULE_GROUP_INTERVAL = _declare(
+    Gauge("prometheus_rule_group_interval_seconds", "The group's evaluation interval.")
+)
+RULE_GROUP_ITERATIONS_MISSED = _declare(
+    Counter(
+        "prometheus_rule_group_iterations_missed_total", "Evaluations skipped: the last ran late."
+    )
+)

@@ -9,7 +9,8 @@ typed, each with `start`, `stop` and `apply(settings)`:
 - `writer.Writer`: ingest, remote_write (group commit) and refreshes on request;
 - `scheduler.Scheduler`: upkeep and refreshes as a list of scheduled jobs, on its own thread;
 - `retention_rules.RetentionRules`: the retention rules a configuration file sets;
-- `feeds.Feeds`: scraping and Slurm polling, each on its own thread.
+- `feeds.Feeds`: scraping and Slurm polling, each on its own thread;
+- `rules.Rules`: Prometheus rule groups evaluated on their own thread, alerts to Alertmanager.
 
 They share one `core.Core` (engine, write gate, /metrics counters, limits), never each other.
 The faces call the server's methods below, each handed to its part.
@@ -33,6 +34,7 @@ from service.serve.metric_families import (
 )
 from service.serve.metrics import Gauges, Metrics
 from service.serve.retention_rules import RetentionRules
+from service.serve.rules import Rules
 from service.serve.scheduler import Scheduler
 from service.serve.session import Session
 from service.serve.sessions import Sessions
@@ -89,7 +91,11 @@ class Server:
         self.scheduler = Scheduler(self.core)
         self.feeds = Feeds(self.core)
         self.retention = RetentionRules(self.core)
-        parts = (self.auth, self.sessions, self.writer, self.retention, self.scheduler, self.feeds)
+        self.rules = Rules(self.core)
+        parts = (
+            self.auth, self.sessions, self.writer, self.retention, self.scheduler, self.feeds,
+            self.rules,
+        )  # fmt: skip
         #: "starting" until `start` is done, "ready" while serving, "stopping" once asked to stop:
         #: what /-/ready answers by.
         self.state = "starting"
@@ -199,6 +205,7 @@ class Server:
             **self.feeds.gauges(),
             **self.scheduler.gauges(),
             **self.writer.gauges(),
+            **self.rules.gauges(),
             BUILD_INFO: {process.build_info(): 1.0},
             PROCESS_START: {(): process.start_time()},
             CONFIG_RELOAD_OK: {(): float(ok)},

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from service.serve.session import DEFAULT_TIMEOUT_S
 from warehouse.errors import UserError
@@ -91,6 +92,23 @@ class LogSettings:
 
 
 @dataclass(frozen=True)
+class RuleSettings:
+    """Prometheus rule files to evaluate and the Alertmanagers to tell (service/serve/rules.py);
+    the groups are read when the settings are built, so a bad file stops a start or a reload
+    before anything changes."""
+
+    files: tuple[str, ...] = ()
+    groups: tuple[Any, ...] = ()  # warehouse.rules.rulefile.Group, read from `files`
+    evaluation_interval_s: float = 60.0  # a group without its own interval (Prometheus: 1m)
+    #: Evaluate at t - offset: remote-written samples arrive seconds after their time
+    #: (Prometheus 2.53's `global.rule_query_offset`; 2.42 has none, i.e. 0s).
+    query_offset_s: float = 10.0
+    alertmanagers: tuple[str, ...] = ()  # base URLs (scheme://host:port/path_prefix)
+    alertmanager_timeout_s: float = 10.0
+    external_url: str = ""  # alerts' generatorURL starts with it (default: the HTTP address)
+
+
+@dataclass(frozen=True)
 class ServeSettings:
     """Everything `wanka serve` was asked for: where to listen, with what limits, what to run."""
 
@@ -112,6 +130,7 @@ class ServeSettings:
     shutdown_grace_s: float = 30.0
     #: The configuration file read (None: flags only): what SIGHUP and /-/reload reread.
     config_file: str | None = None
+    rules: RuleSettings = field(default_factory=RuleSettings)
 
     @property
     def pg_bind(self) -> str:
