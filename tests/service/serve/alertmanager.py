@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.service.http.test_serve_process import came_up
+
 BINARY = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 needs_alertmanager = pytest.mark.skipif(
     BINARY is None, reason="prometheus-alertmanager is not installed"
@@ -45,16 +47,8 @@ def alertmanager(folder: Path) -> Iterator[str]:
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError("Alertmanager did not come up")
-            time.sleep(0.1)
+        if not came_up(process, f"{url}/-/ready", within_s=20):
+            raise RuntimeError("Alertmanager did not come up")
         yield url
     finally:
         process.terminate()

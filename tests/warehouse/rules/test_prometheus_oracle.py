@@ -21,6 +21,7 @@ import cramjam
 import httpx
 import pytest
 
+from tests.service.http.test_serve_process import came_up
 from tests.service.serve.alertmanager import free_port
 from warehouse.remote_write.messages import WriteRequest
 from warehouse.rules import rulefile
@@ -103,15 +104,7 @@ def prometheus(tmp_path: Path) -> Iterator[str]:
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline and process.poll() is None, "no Prometheus"
-            time.sleep(0.1)  # polling its readiness
+        assert came_up(process, f"{url}/-/ready"), "no Prometheus"
         yield url
     finally:
         process.terminate()
