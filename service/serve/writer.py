@@ -110,11 +110,14 @@ class Writer:
 
     def _store_remote_write(self, rows: Decoded) -> Appended:
         """One group-commit transaction of remote_write rows, counted in /metrics."""
+        from warehouse.faults import signals
         from warehouse.tsdb.append import append
 
         core = self._core
-        with core.writes.hold(rows, core.limits.timeout_s):
-            stored = core.with_cursor(lambda cur: append(cur, rows, cache=self._series))
+        with core.writes.hold(rows, core.limits.timeout_s):  # node_risk's evidence beside
+            stored = core.with_cursor(
+                lambda cur: append(cur, rows, cache=self._series, then=signals.after_telemetry)
+            )
         newest = pc.max(rows.samples["ts"]).as_py() if rows.samples.num_rows else None
         if newest is not None:  # how far behind the scrape the store is, when it committed
             self.lag_s = (datetime.now(UTC) - newest).total_seconds()

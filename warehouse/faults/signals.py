@@ -1,9 +1,9 @@
-"""node_signals: the evidence of node_risk, derived in the transaction of the ingest that
-brought it (sql/faults/node_signals.sql), so that node_risk refreshes from one tracked table.
+"""node_signals: the evidence of node_risk, derived in the transaction of the ingest, the
+remote_write group or the scrape round that brought it (sql/faults/node_signals.sql), so that
+node_risk refreshes from one tracked table.
 
-Rows written to node_faults, jobs or the telemetry by SQL DML rather than an ingest are not
-seen here until `rebuild` runs (`wanka refresh node_risk --full` does not: it reads
-node_signals as it is).
+Rows written to node_faults, jobs or the telemetry by SQL DML are not seen here until
+`rebuild` runs (`wanka refresh node_risk --full` does not: it reads node_signals as it is).
 """
 
 from __future__ import annotations
@@ -27,6 +27,12 @@ def after_ingest(cur: duckdb.DuckDBPyConnection, batch_id: int, tables: set[str]
     """Add the evidence batch `batch_id` brought, when it wrote a table that carries some."""
     if tables & SOURCES:
         cur.execute(_insert_sql(), {"batch_id": batch_id})
+
+
+def after_telemetry(cur: duckdb.DuckDBPyConnection, batch_id: int) -> None:
+    """Add the evidence of the GPU events a telemetry batch (remote_write, a scrape round)
+    showed: `then` of its append, in its transaction."""
+    after_ingest(cur, batch_id, {"gpu_events"})
 
 
 def rebuild(cur: duckdb.DuckDBPyConnection) -> int:

@@ -1,10 +1,12 @@
 """A scrape round stored as one batch: its samples through the store's append (a sample
-already stored is not stored again), and wanka.scrape_targets replaced, in one transaction."""
+already stored is not stored again), wanka.scrape_targets replaced and node_risk's evidence
+of its GPU events added, in one transaction."""
 
 from __future__ import annotations
 
 import duckdb
 
+from warehouse.faults import signals
 from warehouse.scrape.scraper import Health, Round
 from warehouse.tsdb.append import Appended, append
 
@@ -19,6 +21,7 @@ def store_round(cur: duckdb.DuckDBPyConnection, done: Round) -> Appended:
                 "INSERT INTO wanka.scrape_targets VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [_row(h, batch_id) for h in done.health],
             )
+        signals.after_telemetry(cur, batch_id)  # what node_risk learns from the round's events
 
     return append(cur, done.rows, then=health)
 

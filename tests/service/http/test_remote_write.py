@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from tests.service.http.conftest import Served
-from tests.warehouse.remote_write.support import body, scrape
+from tests.warehouse.remote_write.support import body, dcgm_labels, scrape
 
 HEADERS = {
     "Content-Type": "application/x-protobuf",
@@ -68,3 +68,26 @@ def test_metrics_count_what_was_stored(served: Served) -> None:
     text = served.client.get("/metrics", auth=served.auth("admin")).text
     assert 'wanka_remote_write_samples_total{table="gpu_metrics"}' in text
     assert 'wanka_remote_write_not_stored_total{reason="duplicate"}' in text
+
+
+def test_an_xid_sent_by_remote_write_is_evidence_of_node_risk(served: Served) -> None:
+    """The GPU events a remote_write shows reach node_signals in its transaction, as an
+    ingest's do: node_risk learns of a GPU that fell off the bus from the live feed."""
+    xid = dcgm_labels(7, 3, "DCGM_FI_DEV_XID_ERRORS")
+    for ts, code in ((NOW + 180_000, 0.0), (NOW + 195_000, 79.0)):
+        answer = served.client.post(
+            "/api/v1/write",
+            content=body([(xid, [(ts, code)])]),
+            headers=HEADERS,
+            auth=served.auth("writer"),
+        )
+        assert answer.status_code == 204, answer.text
+    cur = served.server.engine.cursor()
+    try:
+        found = cur.execute(
+            "SELECT node, gpu, kind, detail FROM node_signals WHERE node = 'node007'"
+        ).fetchall()
+    finally:
+        cur.close()
+    assert [(n, g, k) for n, g, k, _ in found] == [("node007", 3, "gpu_failure")]
+    assert found[0][3].startswith("XID 79")
