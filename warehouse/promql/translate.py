@@ -61,8 +61,9 @@ def _vector_selector(node: Any, ctx: Context) -> Value:
     return spread(ctx, inner, at_ms(node.at, ctx))
 
 
-#: Steps a lookback or more apart take their points by GROUP BY (`_sparse_instant_points`);
-#: off, every grid spreads samples over steps (the tests compare the two).
+#: One step, and steps a lookback or more apart, take their points by GROUP BY
+#: (`_one_instant_points`, `_sparse_instant_points`); off, every grid spreads samples over
+#: steps (the tests compare the two).
 SPARSE_INSTANTS = True
 
 
@@ -71,6 +72,8 @@ def _instant_points(ctx: Context, samples: str, offset: int) -> str:
     [its time, its time + lookback] and before the series' next sample; a staleness marker
     stands for none (the series ended)."""
     g = ctx.grid
+    if SPARSE_INSTANTS and g.last == 0:
+        return _one_instant_points(ctx, samples, offset)
     if SPARSE_INSTANTS and g.step_ms >= ctx.lookback_ms:
         return _sparse_instant_points(ctx, samples, offset)
     lookback = ctx.lookback_ms
@@ -85,6 +88,20 @@ def _instant_points(ctx: Context, samples: str, offset: int) -> str:
         f"  FROM (SELECT *, lead(ts) OVER (PARTITION BY sid ORDER BY ts) AS nx FROM {samples})\n"
         f"  WHERE NOT stale\n"
         f") WHERE lo_k <= hi_k",
+    )
+
+
+def _one_instant_points(ctx: Context, samples: str, offset: int) -> str:
+    """The same point for a grid of one step (an instant query, a rule): each series' latest
+    sample in the lookback, unless it is a staleness marker."""
+    t = ctx.grid.start_ms - offset
+    return ctx.plan.add(
+        "instant",
+        f"SELECT sid, 0::BIGINT AS k, v, st FROM (\n"
+        f"  SELECT sid, arg_max_null(CASE WHEN stale THEN NULL ELSE v END, ts) AS v,"
+        f" max(ts) AS st\n"
+        f"  FROM {samples} WHERE ts <= {t} AND ts >= {t - ctx.lookback_ms}\n"
+        f"  GROUP BY sid\n) WHERE v IS NOT NULL",
     )
 
 

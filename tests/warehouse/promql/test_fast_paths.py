@@ -1,5 +1,5 @@
-"""The fast paths of range queries give what the general ones give: instant selectors on steps
-a lookback or more apart (a GROUP BY, not a sort of every series), and `*_over_time` over
+"""The fast paths give what the general ones give: instant selectors at one time or on steps a
+lookback or more apart (a GROUP BY, not a sort of every series), and `*_over_time` over
 windows of whole steps (by step buckets). Samples sit on the grid, off it, in gaps, with NaN
 and a staleness marker, where the edge cases of both paths are."""
 
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.warehouse.promql import reference as ref
-from tests.warehouse.promql.test_vs_prometheus import wanka_range
+from tests.warehouse.promql.test_vs_prometheus import wanka_query, wanka_range
 from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.promql import buckets, translate
@@ -91,11 +91,29 @@ def test_fast_paths_answer_as_the_general_ones(
     assert fast["data"]["result"] or start_min > 140  # the answers hold points
 
 
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    expression=st.sampled_from(EXPRESSIONS),
+    # anywhere, or a lookback after one of gpu 3's samples: on the lookback's closed left end
+    at_s=st.one_of(st.integers(-600, 190 * 60), st.integers(0, 17).map(lambda i: i * 600 + 300)),
+)
+def test_an_instant_answers_as_the_general_path(eng: Engine, expression: str, at_s: int) -> None:
+    at = T + at_s * 1000
+    fast = wanka_query(eng, expression, at)
+    with mock.patch.object(translate, "SPARSE_INSTANTS", False):
+        general = wanka_query(eng, expression, at)
+    assert fast["status"] == "success", fast
+    assert not ref.differences(fast, general)
+
+
 def test_the_fast_paths_are_taken() -> None:
     """The comparison above compares two different plans."""
-    from warehouse.promql.evaluate import range_query
+    from warehouse.promql.evaluate import instant, range_query
 
     sql = range_query("sum_over_time(x[1h])", T, T + 3_600_000, 600_000).sql
     assert "buckets" in sql
     assert "latest" in range_query("x", T, T + 3_600_000, 300_000).sql
     assert "latest" not in range_query("x", T, T + 3_600_000, 299_999).sql
+    assert "lead(" not in instant("x", T).sql and "lead(" in range_query("x", T, T + 1, 1).sql
