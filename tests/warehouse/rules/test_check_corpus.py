@@ -122,7 +122,20 @@ MUTATIONS = {
     "empty_group_name": lambda d: d["groups"][0].__setitem__("name", ""),
     "no_rules": lambda d: d["groups"][0].__setitem__("rules", []),
 }
-VALID = [p for p in corpus_files() if "awesome" in str(p) or p.parent.name == "rules"]
+
+
+def _first_group_has_rules(path: Path) -> bool:
+    """Whether the file's first group holds rules: the mutations edit them (a group of
+    awesome-prometheus-alerts may have none)."""
+    groups = (yaml.safe_load(path.read_text()) or {}).get("groups") or []
+    return bool(groups and groups[0].get("rules"))
+
+
+VALID = [
+    p
+    for p in corpus_files()
+    if ("awesome" in str(p) or p.parent.name == "rules") and _first_group_has_rules(p)
+]
 
 
 @settings(max_examples=examples(0.3))
