@@ -1,7 +1,7 @@
 """What `/api/v1/rules` and `/api/v1/alerts` answer, in Prometheus 2.42's shapes
 (docs/querying/api.md), from the groups' state; `wanka.rules` / `wanka.alerts` hold the same.
 
->>> go_e(1.0), go_e(0.25), go_e(12345.0)
+>>> float_exp(1.0), float_exp(0.25), float_exp(12345.0)
 ('1e+00', '2.5e-01', '1.2345e+04')
 >>> rfc3339_nano(1_700_000_000_123), rfc3339_nano(None)
 ('2023-11-14T22:13:20.123Z', '0001-01-01T00:00:00Z')
@@ -9,30 +9,13 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from warehouse.rules.alerts import INACTIVE, Alert, AlertingRule
+from warehouse.rules.gotemplate.gofmt import float_exp
 from warehouse.rules.group import GroupRunner
-
-
-def go_e(value: float) -> str:
-    """strconv.FormatFloat(v, 'e', -1, 64): how Prometheus writes an alert's value."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "0e+00"
-    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
-    assert isinstance(exponent, int)
-    text = "".join(map(str, digits))
-    exp = len(text) + exponent - 1
-    mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
-    return f"{'-' if sign else ''}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
 
 
 def rfc3339_nano(ms: int | None) -> str:
@@ -50,7 +33,7 @@ def alert_json(alert: Alert) -> dict[str, Any]:
         "annotations": dict(alert.annotations),
         "state": alert.state,
         "activeAt": rfc3339_nano(alert.active_at_ms),
-        "value": go_e(alert.value),
+        "value": float_exp(alert.value),
     }
 
 

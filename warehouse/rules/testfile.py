@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import glob
 import json
-import math
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ import yaml
 
 from warehouse.errors import UserError
 from warehouse.rules import durations
+from warehouse.rules.gotemplate import gofmt
 
 
 class UnitTestFileError(UserError):
@@ -206,24 +205,8 @@ def labels_text(labels: dict[str, str]) -> str:
     return "{" + ", ".join(quoted) + "}"
 
 
-def float_e(value: float) -> str:
-    """strconv.FormatFloat(v, 'E', -1, 64): the shortest digits with an exponent."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "-0E+00" if math.copysign(1, value) < 0 else "0E+00"
-    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
-    assert isinstance(exponent, int)
-    text = "".join(map(str, digits))
-    exp = len(text) + exponent - 1
-    mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
-    return f"{'-' if sign else ''}{mantissa}E{'-' if exp < 0 else '+'}{abs(exp):02d}"
-
-
 def sample_text(labels: dict[str, str], value: float) -> str:
-    return f"{labels_text(labels)} {float_e(value)}"
+    return f"{labels_text(labels)} {gofmt.float_exp(value, 'E')}"
 
 
 def indent(lines: str, prefix: str) -> str:

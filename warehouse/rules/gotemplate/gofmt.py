@@ -40,23 +40,49 @@ def go_type(value: Any) -> str:
     return type(value).__name__
 
 
-def float_v(value: float) -> str:
-    """Go's %v of a float64: the shortest digits, an exponent below 1e-4 or from 1e6."""
+def _special(value: float, zero: str) -> str | None:
+    """Go's text for NaN, ±Inf and ±0 (`zero` with the sign Go gives it); None otherwise."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     if value == 0:
-        return "-0" if math.copysign(1, value) < 0 else "0"
+        return "-" + zero if math.copysign(1, value) < 0 else zero
+    return None
+
+
+def _shortest(value: float) -> tuple[str, str, int]:
+    """A finite non-zero float's sign ('' or '-'), its shortest round-trip digits and the
+    decimal exponent of the first digit."""
     sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
     assert isinstance(exponent, int)
     text = "".join(map(str, digits))
-    point = len(text) + exponent  # digits before the decimal point
-    exp = point - 1
-    prefix = "-" if sign else ""
+    return ("-" if sign else ""), text, len(text) + exponent - 1
+
+
+def _with_exponent(prefix: str, text: str, exp: int, letter: str) -> str:
+    mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    return f"{prefix}{mantissa}{letter}{'-' if exp < 0 else '+'}{abs(exp):02d}"
+
+
+def float_exp(value: float, letter: str = "e") -> str:
+    """strconv.FormatFloat(v, letter, -1, 64), letter 'e' or 'E': the shortest digits with an
+    exponent (how Prometheus writes an alert's value, and promtool a sample's)."""
+    special = _special(value, f"0{letter}+00")
+    if special is not None:
+        return special
+    return _with_exponent(*_shortest(value), letter)
+
+
+def float_v(value: float) -> str:
+    """Go's %v of a float64: the shortest digits, an exponent below 1e-4 or from 1e6."""
+    special = _special(value, "0")
+    if special is not None:
+        return special
+    prefix, text, exp = _shortest(value)
+    point = exp + 1  # digits before the decimal point
     if exp < -4 or exp >= 6:  # strconv: shortest digits decide at precision 6
-        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
-        return f"{prefix}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+        return _with_exponent(prefix, text, exp, "e")
     if point <= 0:
         return f"{prefix}0.{'0' * -point}{text}"
     if point >= len(text):
