@@ -76,7 +76,7 @@ def main() -> None:
 def one_round(server: Server, am_url: str, gpu: int) -> float:
     labels = {"__name__": "DCGM_FI_DEV_XID_ERRORS", "Hostname": "bench-node", "gpu": str(gpu)}
     cur = server.engine.cursor()
-    with server.writes.hold(cur, 30):
+    with server.writes.hold(cur, 30, "ingest"):
         stored_at = time.time()
         Store(cur).write([(labels_of(labels), int(stored_at * 1000), 79.0)])
     cur.close()

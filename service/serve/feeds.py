@@ -179,7 +179,7 @@ class ScrapeLoop:
             self._reload()
             try:
                 done = self.scraper.round(self.targets)
-                with core.writes.hold(done, core.limits.timeout_s):
+                with core.writes.hold(done, core.limits.timeout_s, "scrape"):
                     stored = core.with_cursor(partial(store_round, done=done))
             except Exception as error:  # the loop must outlive any one failure
                 log.exception("scrape round failed")
@@ -264,7 +264,7 @@ class SacctLoop:
         while not self.stop.is_set():
             try:
                 polled = self.poll.poll(
-                    core.engine, hold=lambda: core.writes.hold(self, core.limits.timeout_s)
+                    core.engine, hold=lambda: core.writes.hold(self, core.limits.timeout_s, "slurm")
                 )
             except Exception as error:  # the loop must outlive any one failure
                 self.failures += 1

@@ -72,6 +72,33 @@ REMOTE_WRITE_NOT_STORED = _declare(
     )
 )
 
+REMOTE_WRITE_COMMITS = _declare(
+    Counter(
+        "wanka_remote_write_commits_total",
+        "Transactions that stored remote_write requests (each request is in one).",
+    )
+)
+REMOTE_WRITE_COMMITTED = _declare(
+    Counter(
+        "wanka_remote_write_committed_requests_total",
+        "Remote-write requests stored; over wanka_remote_write_commits_total, the mean group.",
+    )
+)
+
+# -- the write gate (service/serve/writes.py) -------------------------------------------------
+WRITE_GATE_WAIT = _declare(
+    Counter(
+        "wanka_write_gate_wait_seconds_total",
+        "Seconds writers waited for the write gate, by the waiting writer's kind.",
+    )
+)
+WRITE_GATE_HELD = _declare(
+    Counter(
+        "wanka_write_gate_held_seconds_total",
+        "Seconds the write gate was held, by the holding writer's kind.",
+    )
+)
+
 # -- the scheduler (service/serve/scheduler.py) -----------------------------------------------
 SCHEDULER_WAITS = _declare(
     Counter(

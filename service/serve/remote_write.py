@@ -26,8 +26,11 @@ MAX_GROUP_SAMPLES = 500_000
 class GroupCommit:
     """Queues decoded requests and stores them in groups on one thread of its own."""
 
-    def __init__(self, store: Callable[[Decoded], Any]) -> None:
+    def __init__(
+        self, store: Callable[[Decoded], Any], committed: Callable[[int], None] = lambda n: None
+    ) -> None:
         self._store = store
+        self._committed = committed  # told the requests of each transaction that committed
         self._queue: list[tuple[Decoded, Future[Any]]] = []
         self._ready = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -83,6 +86,9 @@ class GroupCommit:
                         done.set_result(self._store(rows))
                     except Exception as alone:
                         done.set_exception(alone)
+                    else:
+                        self._committed(1)
                 continue
+            self._committed(len(group))
             for _, done in group:
                 done.set_result(stored)

@@ -48,7 +48,7 @@ class RetentionRules:
         if not changed:
             return
         core = self._core
-        with core.writes.hold(self, core.limits.timeout_s):
+        with core.writes.hold(self, core.limits.timeout_s, "retention"):
             said = core.with_cursor(functools.partial(_set_all, rules=changed))
         for (table, _), what in zip(changed, said, strict=True):
             log.info("retention of %s: %s", table, what, extra={"table": table})

@@ -107,7 +107,7 @@ class Rules:
                 self.notifier.start()
 
     def _save_all(self, cur: Any, runners: list[Any]) -> None:
-        with self._core.writes.hold(cur, 30):
+        with self._core.writes.hold(cur, 30, "rules"):
             tables.keep_only(cur, runners)
 
     def start(self) -> None:
@@ -152,7 +152,7 @@ class Rules:
         # hold up remote_write or ingest
         store = Store(
             cur, self._core.limits.timeout_s, workers=QUERY_WORKERS,
-            guard=lambda: self._core.writes.hold(cur, WRITE_WAIT_S),
+            guard=lambda: self._core.writes.hold(cur, WRITE_WAIT_S, "rules"),
         )  # fmt: skip
         if any(reads is not None and METRIC in reads for r, _ in due for reads in r.reads):
             self.health.write(store, max(ts for _, ts in due))
@@ -161,7 +161,7 @@ class Rules:
             try:
                 with self.lock:
                     alerts = self.manager.evaluate(runner, store, ts_ms)
-                with self._core.writes.hold(cur, WRITE_WAIT_S):
+                with self._core.writes.hold(cur, WRITE_WAIT_S, "rules"):
                     tables.save_group(cur, runner)
             except WriterBusy:
                 metrics.count(RULE_GROUP_ITERATIONS_MISSED, rule_group=group)

@@ -1,13 +1,16 @@
 """The serve process's scheduler: upkeep and refreshes as a list of named jobs, on one thread
 with a cursor of its own.
 
-Each pass (every shortest job interval) runs the jobs that are due, in list order, in one turn at
-the write gate (`writes.py`): `wanka serve` runs retention, then the folding of the downsampling
-tiers, then the refresh of the due dynamic tables (`upkeep_jobs`), every --refresh-interval-s. A
-pass that cannot get the gate within its interval is skipped and counted
-(`wanka_scheduler_waits_total`); a job that raises ends its pass, which is counted
-(`wanka_scheduler_errors_total`) and tried again at the next: the thread outlives any failure.
-Each job counts its runs and failures and shows how long its last run took, by `job`.
+Each pass (every shortest job interval) runs the jobs that are due, in list order: `wanka serve`
+runs retention, then the folding of the downsampling tiers, then compaction, then the refresh of
+the due dynamic tables (`upkeep_jobs`), every --refresh-interval-s. A job takes the write gate
+(`writes.py`) around each of its transactions (a window and metric of compaction, one dynamic
+table's refresh), not for the whole pass, so remote_write's commits go in between: at 10,000
+GPUs a pass can take minutes, and a feed held back that long lags by as much. A pass that cannot
+get the gate within its interval stops there and is counted (`wanka_scheduler_waits_total`); a
+job that raises ends its pass, which is counted (`wanka_scheduler_errors_total`) and tried again
+at the next: the thread outlives any failure. Each job counts its runs and failures and shows
+how long its last run took, by `job`.
 """
 
 from __future__ import annotations
@@ -30,15 +33,17 @@ from service.serve.metric_families import (
 from service.serve.metrics import Gauges, Metrics
 from service.serve.settings import ServeSettings
 from service.serve.writes import WriterBusy
+from warehouse.kernel.transactions import Turn
 
 
 @dataclass(frozen=True)
 class ScheduledJob:
-    """Work the scheduler runs every `interval_s` on its cursor, holding the write gate."""
+    """Work the scheduler runs every `interval_s` on its cursor, taking the write gate by the
+    `Turn` it is given around each of its transactions."""
 
     name: str
     interval_s: float
-    run: Callable[[Cursor], None]
+    run: Callable[[Cursor, Turn], None]
 
 
 def upkeep_jobs(interval_s: float, metrics: Metrics) -> list[ScheduledJob]:
@@ -52,18 +57,18 @@ def upkeep_jobs(interval_s: float, metrics: Metrics) -> list[ScheduledJob]:
     #: What the rows a task reports count toward on /metrics.
     counted = {"retention": RETENTION_ROWS_DROPPED}
 
-    def upkeep(task: Task) -> Callable[[Cursor], None]:
-        def run(cur: Cursor) -> None:
-            for table, rows in task.run(cur):
+    def upkeep(task: Task) -> Callable[[Cursor, Turn], None]:
+        def run(cur: Cursor, turn: Turn) -> None:
+            for table, rows in task.run(cur, turn):
                 if task.name in counted:
                     metrics.count(counted[task.name], rows, table=table)
 
         return run
 
-    def refresh(cur: Cursor) -> None:
+    def refresh(cur: Cursor, turn: Turn) -> None:
         from warehouse.dynamic.schedule import run_due
 
-        for outcome in run_due(cur, next_pass_s=interval_s):
+        for outcome in run_due(cur, next_pass_s=interval_s, turn=turn):
             kind = type(outcome).__name__.lower()
             metrics.count(REFRESHES, table=outcome.name, outcome=kind)
 
@@ -139,12 +144,12 @@ class Scheduler:
             cur.close()
 
     def _pass(self, cur: Cursor, due: list[ScheduledJob], wait_s: float) -> bool:
-        """Run `due` in one turn at the write gate; whether they all ran."""
+        """Run `due`, each transaction of each in a turn at the write gate; whether they all
+        ran."""
         metrics = self._core.metrics
         try:
-            with self._core.writes.hold(cur, wait_s):
-                for job in due:
-                    self._run_job(job, cur)
+            for job in due:
+                self._run_job(job, cur, wait_s)
         except WriterBusy:
             metrics.count(SCHEDULER_WAITS)
             return False
@@ -153,12 +158,12 @@ class Scheduler:
             return False
         return True
 
-    def _run_job(self, job: ScheduledJob, cur: Cursor) -> None:
-        metrics = self._core.metrics
+    def _run_job(self, job: ScheduledJob, cur: Cursor, wait_s: float) -> None:
+        metrics, writes = self._core.metrics, self._core.writes
         metrics.count(JOB_RUNS, job=job.name)
         started = time.perf_counter()
         try:
-            job.run(cur)
+            job.run(cur, lambda: writes.hold(cur, wait_s, job.name))
         except Exception:
             metrics.count(JOB_FAILURES, job=job.name)
             raise

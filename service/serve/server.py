@@ -83,7 +83,8 @@ class Server:
         self.schema_version = self.engine.schema_version
         if lock_down:
             self.engine.lock_down(memory_limit=self.settings.limits.memory_limit)
-        self.core = Core(self.engine, Metrics(), WriteGate(), self.settings.limits)
+        metrics = Metrics()
+        self.core = Core(self.engine, metrics, WriteGate(metrics), self.settings.limits)
         self.auth_throttle = AuthThrottle()  # failed logins per address, both faces
         self.auth = Auth(self.core)
         self.sessions = Sessions(self.core)

@@ -172,7 +172,7 @@ class Session:
         writing = self._writes(script)
         self._wrote = self._wrote or script.writes
         if writing:
-            self.writes.acquire(self, limit_s)  # see service/serve/writes.py
+            self.writes.acquire(self, limit_s, "sql")  # see service/serve/writes.py
         self._start_timer(limit_s)
         try:
             reader = execute(self.cursor, script, params, prepare=not self._in_transaction)

@@ -19,6 +19,8 @@ from service.serve.core import Core, Cursor
 from service.serve.metric_families import (
     INGEST_REJECTS,
     INGEST_ROWS,
+    REMOTE_WRITE_COMMITS,
+    REMOTE_WRITE_COMMITTED,
     REMOTE_WRITE_LAG,
     REMOTE_WRITE_NOT_STORED,
     REMOTE_WRITE_SAMPLES,
@@ -76,7 +78,7 @@ class Writer:
         results = []
         for name, stream in uploads:
             # an ingest may take minutes: it waits for another writer as long as it could run
-            with core.writes.hold(stream, core.limits.timeout_s * 10):
+            with core.writes.hold(stream, core.limits.timeout_s * 10, "ingest"):
                 result = ingest_stream(core.engine, fmt, stream, name, options, force=force)
             for table, rows in result.rows.items():
                 core.metrics.count(INGEST_ROWS, rows, format=fmt, table=table)
@@ -98,7 +100,7 @@ class Writer:
                 names = ModelNames(read_context(self._core.engine).model_names)
                 self._series = rows.SeriesCache(names)
             if self._group_commit is None:
-                self._group_commit = GroupCommit(self._store_remote_write)
+                self._group_commit = GroupCommit(self._store_remote_write, self._committed)
             series, group_commit = self._series, self._group_commit
         decoded = decode.decode(body, series, rows.Limits())
         wait_s = self._core.limits.timeout_s * 3
@@ -108,13 +110,19 @@ class Writer:
             raise WriterBusy(f"the remote_write was not stored within {wait_s:g} s") from None
         return stored
 
+    def _committed(self, requests: int) -> None:
+        """Count one remote_write transaction and the requests it stored."""
+        self._core.metrics.count(REMOTE_WRITE_COMMITS)
+        self._core.metrics.count(REMOTE_WRITE_COMMITTED, requests)
+
     def _store_remote_write(self, rows: Decoded) -> Appended:
         """One group-commit transaction of remote_write rows, counted in /metrics."""
         from warehouse.faults import signals
         from warehouse.tsdb.append import append
 
         core = self._core
-        with core.writes.hold(rows, core.limits.timeout_s):  # node_risk's evidence beside
+        # node_risk's evidence goes in beside the samples, in the same transaction
+        with core.writes.hold(rows, core.limits.timeout_s, "remote_write"):
             stored = core.with_cursor(
                 lambda cur: append(cur, rows, cache=self._series, then=signals.after_telemetry)
             )
@@ -146,5 +154,5 @@ class Writer:
             return [(o, seconds(cur, o)) for o in run_due(cur, name=name, full=full)]
 
         core = self._core
-        with core.writes.hold(work, core.limits.timeout_s):
+        with core.writes.hold(work, core.limits.timeout_s, "refresh"):
             return core.with_cursor(work)

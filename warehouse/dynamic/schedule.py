@@ -36,6 +36,7 @@ from warehouse.dynamic.history import RefreshResult, backoff
 from warehouse.dynamic.refresh import RefreshFailed, pending, refresh
 from warehouse.errors import UserError
 from warehouse.kernel.engine import Engine
+from warehouse.kernel.transactions import Turn, no_turn
 
 __all__ = [
     "Failed",
@@ -189,18 +190,22 @@ def run_due(
     full: bool = False,
     next_pass_s: float = 0.0,
     changed: bool = False,
+    turn: Turn = no_turn,
 ) -> list[Outcome]:
     """Refresh every table due at `now` once; a loop that runs again in `next_pass_s` seconds
     refreshes what would be late by then. With `changed`, also every table whose sources
     changed since its last refresh. With `name`, only `name` and the dynamic tables it reads,
-    those first, ignoring their backoff (`full` then applies to `name` alone).
+    those first, ignoring their backoff (`full` then applies to `name` alone). Each refresh
+    runs in a `turn` of its own.
 
     Failures are recorded and returned, never raised; an unknown `name` is a UserError.
     """
     if isinstance(target, Engine):
         cur = target.cursor()
         try:
-            return run_due(cur, now, name=name, full=full, next_pass_s=next_pass_s, changed=changed)
+            return run_due(
+                cur, now, name=name, full=full, next_pass_s=next_pass_s, changed=changed, turn=turn
+            )
         finally:
             cur.close()
     con = target
@@ -234,7 +239,8 @@ def run_due(
             )
             done.append(Skipped(each, bad[each]))
             continue
-        outcome = _refresh_one(con, entry, run_at, full and (name is None or each == name))
+        with turn():
+            outcome = _refresh_one(con, entry, run_at, full and (name is None or each == name))
         if isinstance(outcome, Failed):
             bad[each] = outcome.error  # its readers are marked upstream_failed by the record
         done.append(outcome)

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 
 import duckdb
+
+#: A writer's turn at the serve process's write gate. A long job (compaction, retention, the
+#: refresh of many dynamic tables) takes one around each of its transactions, not one for the
+#: whole job, so that remote_write's commits get in between; outside `wanka serve`, `no_turn`.
+Turn = Callable[[], AbstractContextManager[object]]
+
+
+def no_turn() -> AbstractContextManager[object]:
+    """No gate to pass: the process has one writer."""
+    return nullcontext()
 
 
 @contextmanager

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from warehouse.kernel import blocks
-from warehouse.kernel.transactions import transaction
+from warehouse.kernel.transactions import Turn, no_turn, transaction
 from warehouse.tsdb import tier_blocks
 from warehouse.tsdb.relations import BLOCKS, HOT, SERIES
 from warehouse.tsdb.tiers import TIERS
@@ -91,19 +91,20 @@ def compact(
     window: timedelta = WINDOW,
     grace: timedelta = GRACE,
     block_samples: int = BLOCK_SAMPLES,
+    turn: Turn = no_turn,
 ) -> list[Compacted]:
     """Move the hot samples of every closed window into blocks, then the tiers' rows of those
-    windows; what was moved (a tier's with its table in `tier`)."""
+    windows, each transaction in a `turn` of its own; what was moved (a tier's with its table
+    in `tier`)."""
     before = closed_before(now or datetime.now(UTC), window, grace)
-    moved = [
-        one(cur, start, metric, window, block_samples)
-        for start, metric in pending(cur, before, window)
-    ]
+    moved = []
+    for start, metric in pending(cur, before, window):
+        with turn():
+            moved.append(one(cur, start, metric, window, block_samples))
     for table in TIERS:
-        moved.extend(
-            one_tier(cur, table, start, metric, window, block_samples)
-            for start, metric in pending_tier(cur, table, before, window)
-        )
+        for start, metric in pending_tier(cur, table, before, window):
+            with turn():
+                moved.append(one_tier(cur, table, start, metric, window, block_samples))
     return moved
 
 

@@ -22,7 +22,7 @@ import sqlglot
 from sqlglot import exp
 
 from warehouse.errors import UserError
-from warehouse.kernel.transactions import transaction
+from warehouse.kernel.transactions import Turn, no_turn, transaction
 from warehouse.tsdb import relations, tiers
 
 #: Tables a rule may be set on: their time column and the table whose rows are deleted.
@@ -150,15 +150,17 @@ def apply(
     *,
     step: timedelta = STEP,
     max_rows: int = MAX_ROWS,
+    turn: Turn = no_turn,
 ) -> list[Applied]:
     """Drop what every rule says is too old; one transaction per `step` of dropped time, or per
-    `max_rows` samples where a step would hold more. The downsampling tiers fold every sample
-    first: what retention drops, they already hold."""
+    `max_rows` samples where a step would hold more, each in a `turn` of its own. The
+    downsampling tiers fold every sample first: what retention drops, they already hold."""
     now = now or datetime.now(UTC)
     done = []
     ruled = rules(cur)
     if any(rule.table == relations.VIEW for rule in ruled):
-        tiers.fold(cur)
+        with turn():
+            tiers.fold(cur)
     for rule in ruled:
         column, stored = TIME_TABLES[rule.table]
         cutoff = now - rule.keep
@@ -174,7 +176,7 @@ def apply(
         rows = steps = 0
         while True:
             last, edge = edge, _next_edge(batches, edge, min(cutoff, edge + step), max_rows)
-            with transaction(cur):
+            with turn(), transaction(cur):
                 if stored == relations.HOT:  # what only the samples held goes into the tier
                     tiers.keep_single_minutes(cur, last, edge)
                 cur.execute("INSERT INTO wanka.retention_running VALUES (?)", [rule.table])

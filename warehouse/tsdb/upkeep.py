@@ -2,7 +2,8 @@
 its jobs, with its metrics): retention drops what its rules no longer keep, then the
 downsampling tiers fold the batches that arrived since the last pass (`tiers.fold`, which
 `wanka refresh` also runs first), then compaction moves the samples of closed windows into
-compressed blocks (`compact`). A new kind of upkeep is one more `Task` here."""
+compressed blocks (`compact`). A new kind of upkeep is one more `Task` here. Each task takes
+the write gate by `turn`, around each of its transactions."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from warehouse.kernel.transactions import Turn
 from warehouse.tsdb import compact, retention, tiers
 
 #: What one pass of a task did: (table, rows) for each table it changed rows of.
@@ -22,20 +24,21 @@ class Task:
     """One kind of upkeep: its name (the scheduler's job name) and one pass of it."""
 
     name: str
-    run: Callable[[duckdb.DuckDBPyConnection], Done]
+    run: Callable[[duckdb.DuckDBPyConnection, Turn], Done]
 
 
-def _drop(cur: duckdb.DuckDBPyConnection) -> Done:
-    return [(applied.table, applied.rows) for applied in retention.apply(cur)]
+def _drop(cur: duckdb.DuckDBPyConnection, turn: Turn) -> Done:
+    return [(applied.table, applied.rows) for applied in retention.apply(cur, turn=turn)]
 
 
-def _fold(cur: duckdb.DuckDBPyConnection) -> Done:
-    tiers.fold(cur)
+def _fold(cur: duckdb.DuckDBPyConnection, turn: Turn) -> Done:
+    with turn():
+        tiers.fold(cur)
     return []  # the tiers are rebuilt from what is held: no rows of a table change
 
 
-def _compact(cur: duckdb.DuckDBPyConnection) -> Done:
-    moved = compact.compact(cur)
+def _compact(cur: duckdb.DuckDBPyConnection, turn: Turn) -> Done:
+    moved = compact.compact(cur, turn=turn)
     counts: dict[str, int] = {}
     for done in moved:
         table = done.tier or "gpu_metrics"

@@ -1,6 +1,6 @@
-"""The serve scheduler runs a list of named jobs (service/serve/scheduler.py): in order, in one
-turn at the write gate per pass, each counted on /metrics; a failure ends its pass, a busy gate
-skips it, and the thread goes on."""
+"""The serve scheduler runs a list of named jobs (service/serve/scheduler.py): in order, each
+taking the write gate around each of its transactions, each counted on /metrics; a failure ends
+its pass, a busy gate skips it, and the thread goes on."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from service.serve.core import Core, Cursor
 from service.serve.scheduler import ScheduledJob, Scheduler, upkeep_jobs
 from service.serve.server import Server
 from service.serve.settings import ServeSettings
+from warehouse.kernel.transactions import Turn
 
 TICK_S = 0.01
 
@@ -25,9 +26,10 @@ def core() -> Iterator[Core]:
 
 
 def job(name: str, ran: list[str], then: Callable[[], None] = lambda: None) -> ScheduledJob:
-    def run(cur: Cursor) -> None:
-        assert cur.execute("SELECT 1").fetchall() == [(1,)]  # the scheduler's own cursor
-        ran.append(name)
+    def run(cur: Cursor, turn: Turn) -> None:
+        with turn():
+            assert cur.execute("SELECT 1").fetchall() == [(1,)]  # the scheduler's own cursor
+            ran.append(name)
         then()
 
     return ScheduledJob(name, TICK_S, run)
@@ -92,7 +94,7 @@ def test_a_pass_that_cannot_get_the_write_gate_is_skipped(core: Core) -> None:
     ran: list[str] = []
     done = threading.Event()
     holder = object()
-    core.writes.acquire(holder, 1)
+    core.writes.acquire(holder, 1, "sql")
     scheduler = Scheduler(core, [job("a", ran, after(1, done))])
     scheduler.start()
     try:
@@ -105,6 +107,47 @@ def test_a_pass_that_cannot_get_the_write_gate_is_skipped(core: Core) -> None:
         core.writes.release(holder)
     assert done.wait(10)
     scheduler.stop()
+
+
+def test_other_writers_get_the_gate_between_a_jobs_transactions(core: Core) -> None:
+    """A job's turns are per transaction: a writer waiting while the first runs gets the gate
+    before the second, and /metrics counts each writer's time at the gate by its kind."""
+    order: list[str] = []
+    first_in, done = threading.Event(), threading.Event()
+
+    def run(cur: Cursor, turn: Turn) -> None:
+        if done.is_set():
+            return  # one pass is enough
+        with turn():
+            first_in.set()
+            time.sleep(0.2)  # the other writer is waiting by now
+            order.append("job 1")
+        with turn():
+            order.append("job 2")
+        done.set()
+
+    def other() -> None:
+        assert first_in.wait(10)
+        time.sleep(0.05)
+        with core.writes.hold(object(), 10, "remote_write"):
+            order.append("remote_write")
+
+    scheduler = Scheduler(core, [ScheduledJob("compaction", TICK_S, run)])
+    writer = threading.Thread(target=other)
+    writer.start()
+    scheduler.start()
+    assert done.wait(10)
+    scheduler.stop()
+    writer.join(10)
+    assert order == ["job 1", "remote_write", "job 2"]
+    text = "\n".join(lines(core))
+    held = float(
+        text.split('wanka_write_gate_held_seconds_total{writer="compaction"} ')[1].split()[0]
+    )
+    waited = float(
+        text.split('wanka_write_gate_wait_seconds_total{writer="remote_write"} ')[1].split()[0]
+    )
+    assert held >= 0.2 and 0.1 <= waited < 1.0
 
 
 def test_serve_runs_retention_then_tiers_then_compaction_then_refresh(core: Core) -> None:

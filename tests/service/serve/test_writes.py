@@ -121,3 +121,42 @@ def test_concurrent_writers_and_refreshes_never_lose_rows(server: Server) -> Non
     assert not errors, errors
     server.refresh(ADMIN, "per_host")
     assert same(server)
+
+
+def test_the_gate_serves_writers_in_the_order_they_asked() -> None:
+    """A holder that lets go and asks again at once queues behind those already waiting (a
+    plain Lock hands it straight back: the scheduler's turns would starve remote_write)."""
+    from service.serve.writes import WriteGate
+
+    gate, order = WriteGate(), []
+    job, waiting = object(), threading.Event()
+    gate.acquire(job, 1, "compaction")
+
+    def other(name: str) -> None:
+        waiting.set()
+        with gate.hold(object(), 10, name):
+            order.append(name)
+
+    writer = threading.Thread(target=other, args=("remote_write",))
+    writer.start()
+    assert waiting.wait(10)
+    while not gate._queue:  # the writer's ticket is in
+        threading.Event().wait(0.001)
+    gate.release(job)
+    with gate.hold(job, 10, "compaction"):
+        order.append("compaction")
+    writer.join(10)
+    assert order == ["remote_write", "compaction"]
+
+
+def test_a_waiter_that_gives_up_leaves_the_queue() -> None:
+    from service.serve.writes import WriteGate
+
+    gate = WriteGate()
+    gate.acquire("a", 1, "sql")
+    with pytest.raises(WriterBusy):
+        gate.acquire("b", 0.05, "sql")
+    assert not gate._queue
+    gate.release("a")
+    gate.acquire("c", 0.05, "sql")  # nobody ahead of it
+    assert gate.holds("c")
