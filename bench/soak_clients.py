@@ -199,6 +199,11 @@ class Samples:
     duckdb_bytes: list[float] = field(default_factory=list)
     lag_s: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # (at, lag)
     target_s: dict[str, float] = field(default_factory=dict)
+    #: The last /metrics read: seconds each writer kind held / waited for the write gate, and
+    #: remote_write's transactions and the requests they stored.
+    gate_held_s: dict[str, float] = field(default_factory=dict)
+    gate_wait_s: dict[str, float] = field(default_factory=dict)
+    commits: tuple[float, float] = (0.0, 0.0)
 
 
 def sampler(
@@ -224,6 +229,14 @@ def sampler(
                     samples.lag_s.setdefault(label, []).append((at, float(value)))
                 elif name == "wanka_dynamic_table_freshness_target_seconds" and label:
                     samples.target_s[label] = float(value)
+                elif name == "wanka_write_gate_held_seconds_total" and label:
+                    samples.gate_held_s[label] = float(value)
+                elif name == "wanka_write_gate_wait_seconds_total" and label:
+                    samples.gate_wait_s[label] = float(value)
+                elif name == "wanka_remote_write_commits_total":
+                    samples.commits = (float(value), samples.commits[1])
+                elif name == "wanka_remote_write_committed_requests_total":
+                    samples.commits = (samples.commits[0], float(value))
             samples.at_s.append(at)
             samples.rss_kib.append(rss_kib(pid))
             samples.duckdb_bytes.append(duckdb)

@@ -158,6 +158,7 @@ def report(soak: Soak) -> None:
         print(f"| {name} | {len(values):,} | {pct(values, 0.5):.3f} | {pct(values, 0.9):.3f} | "
               f"{max(values, default=float('nan')):.3f} |")  # fmt: skip
     _print_tables(soak)
+    _print_gate(soak)
     _print_memory(soak)
     _print_xid_and_count(soak)
     _print_errors(soak)
@@ -172,6 +173,24 @@ def _print_tables(soak: Soak) -> None:
         when = f"{caught:.0f}" if caught is not None else "–"
         print(f"| {name} | {target:g} | {when} | {lag:.0f} | {lag / target:.2f} | {ok} | "
               f"{failed} |")  # fmt: skip
+
+
+def _print_gate(soak: Soak) -> None:
+    """Who held the one write gate, and who waited for it (the server's /metrics, cumulative
+    since it started); remote_write's mean group per transaction."""
+    s = soak.samples
+    print("\n| writer at the write gate | held s | share of the run | waited s |")
+    print("|---|---:|---:|---:|")
+    for kind in sorted(set(s.gate_held_s) | set(s.gate_wait_s)):
+        held = s.gate_held_s.get(kind, 0.0)
+        print(f"| {kind} | {held:.1f} | {held / soak.duration_s:.1%} | "
+              f"{s.gate_wait_s.get(kind, 0.0):.1f} |")  # fmt: skip
+    commits, requests = s.commits
+    if commits:
+        print(
+            f"\nremote_write: {requests:,.0f} requests in {commits:,.0f} transactions, "
+            f"{requests / commits:.1f} a transaction"
+        )
 
 
 def _print_memory(soak: Soak) -> None:

@@ -8,11 +8,22 @@ queued; one writer thread takes everything queued (up to `MAX_GROUP_SAMPLES`), s
 transaction through the write gate, and answers every request of the group. Should the group's
 transaction fail, each request is stored again on its own, so one that cannot be stored fails
 alone. A request is answered only after its transaction committed.
+
+A steady stream is grouped on purpose (like Kafka's linger or PostgreSQL's commit_delay): a
+Prometheus with a target per node spreads a scrape's requests over the interval, so they arrive
+one at a time, and stored as they come each pays the whole cost of a transaction (measured at
+10,000 GPUs: ~140 ms for 2,000 samples, ~190 ms for 40,000; most of it deriving the GPU events).
+So when the last transaction ended less than `STEADY_S` ago, the writer waits, before it takes
+the queue, as long as that transaction took (at most `MAX_LINGER_S`) or until `ENOUGH_SAMPLES`
+are queued. The writer then spends at most about half its time in transactions, and a request
+waits at most one more transaction's time; a lone request (no transaction just before) is stored
+at once. What a group cannot exceed is `MAX_GROUP_SAMPLES`.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -21,6 +32,8 @@ from warehouse.remote_write.decode import merge
 from warehouse.remote_write.rows import Decoded
 
 MAX_GROUP_SAMPLES = 500_000
+#: The linger of a steady stream: what ends it (see the module's text).
+STEADY_S, MAX_LINGER_S, ENOUGH_SAMPLES = 1.0, 0.25, 50_000
 
 
 class GroupCommit:
@@ -35,6 +48,8 @@ class GroupCommit:
         self._ready = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._last_took_s = 0.0  # how long the last transaction took
+        self._last_end = float("-inf")  # when it ended (time.monotonic)
 
     def submit(self, rows: Decoded) -> Future[Any]:
         """Queue `rows`; the future holds what its transaction stored, or its error."""
@@ -60,6 +75,13 @@ class GroupCommit:
         with self._ready:
             while not self._queue and not self._closed:
                 self._ready.wait()
+            if time.monotonic() - self._last_end < STEADY_S:  # a stream: let the group fill
+                until = time.monotonic() + min(MAX_LINGER_S, self._last_took_s)
+                while not self._closed and self._queued() < ENOUGH_SAMPLES:
+                    left = until - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._ready.wait(left)
             group: list[tuple[Decoded, Future[Any]]] = []
             total = 0
             while self._queue and (
@@ -70,14 +92,19 @@ class GroupCommit:
                 group.append(item)
             return group
 
+    def _queued(self) -> int:
+        return sum(rows.received for rows, _ in self._queue)
+
     def _run(self) -> None:
         while True:
             group = self._take()
             if not group:
                 return  # closed and drained
+            started = time.monotonic()
             try:
                 stored = self._store(merge([rows for rows, _ in group]))
             except Exception as error:
+                self._last_end = float("-inf")  # no linger before the ones stored alone
                 if len(group) == 1:
                     group[0][1].set_exception(error)
                     continue
@@ -89,6 +116,8 @@ class GroupCommit:
                     else:
                         self._committed(1)
                 continue
+            self._last_end = time.monotonic()
+            self._last_took_s = self._last_end - started
             self._committed(len(group))
             for _, done in group:
                 done.set_result(stored)

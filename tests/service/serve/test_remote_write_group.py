@@ -98,3 +98,33 @@ def test_the_first_requests_arriving_together_all_store(
         cur = server.engine.cursor()
         assert cur.execute("SELECT count(*) FROM gpu_metrics").fetchall() == [(128,)]
         cur.close()
+
+
+def test_a_steady_stream_lingers_and_a_lone_request_does_not(
+    warehouses: Warehouses, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Right after a transaction, the writer waits as long as it took (capped) for the group
+    to fill; a request after a quiet spell is stored at once."""
+    from service.serve import remote_write
+
+    monkeypatch.setattr(remote_write, "STEADY_S", 0.3)
+    monkeypatch.setattr(remote_write, "MAX_LINGER_S", 1.0)
+    with warehouses.engine() as eng:
+        began: list[float] = []
+
+        def write(rows: Decoded) -> Appended:
+            began.append(time.monotonic())
+            time.sleep(1.0)  # a slow transaction: the next linger is as long (its cap)
+            return append(eng.cursor(), rows)
+
+        group = GroupCommit(write)
+        first, second, third = requests(eng, 3)
+        group.submit(first).result(timeout=60)
+        sent = time.monotonic()
+        group.submit(second).result(timeout=60)  # a stream: waits ~1 s before its store
+        assert began[1] - sent >= 0.8
+        time.sleep(0.6)  # quiet for longer than STEADY_S
+        sent = time.monotonic()
+        group.submit(third).result(timeout=60)
+        assert began[2] - sent < 0.5
+        group.close()
