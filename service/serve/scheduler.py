@@ -72,7 +72,7 @@ def upkeep_jobs(interval_s: float, metrics: Metrics) -> list[ScheduledJob]:
             kind = type(outcome).__name__.lower()
             metrics.count(REFRESHES, table=outcome.name, outcome=kind)
 
-    jobs = [ScheduledJob(task.name, interval_s, upkeep(task)) for task in TASKS]
+    jobs = [ScheduledJob(task.name, max(interval_s, task.every_s), upkeep(task)) for task in TASKS]
     return [*jobs, ScheduledJob("refresh", interval_s, refresh)]
 
 

@@ -12,20 +12,18 @@
 --
 -- The sample before a batch is wanka.gpu_event_state's (the newest of each GPU and field, kept
 -- by gpu_event_state.sql), so an ingest reads its own samples only; where the state has none
--- at or before the batch's first sample (a first batch, late data) the stored samples are read.
+-- at or before the batch's first sample (a first batch, late data) the stored samples are read:
+-- {scan} is whether that is so for some GPU and field (gpu_event_unknown.sql), as the series
+-- dictionary is scanned then. The batches' samples of event fields, with their GPU, are in
+-- {fresh} (gpu_event_samples.sql).
 WITH fields AS (
     SELECT metric, kind FROM wanka.gpu_event_fields
 ), series AS (  -- every series of an event field: read only where the state has no sample
     SELECT r.series_id, r.host, coalesce(r.gpu, -1) AS gpu, coalesce(r.uuid, '') AS uuid, r.metric
     FROM wanka.gpu_series r JOIN fields f USING (metric)
-), fresh AS MATERIALIZED (  -- the batches' samples of event fields, with their GPU: from the
-    -- samples to their series, not from every series of the fields (a series dictionary of
-    -- ~1M series a day at 10,000 GPUs, read at every ingest otherwise)
-    SELECT r.host, coalesce(r.gpu, -1) AS gpu, coalesce(r.uuid, '') AS uuid, r.metric,
-           s.ts, s.value, s.batch_id
-    FROM wanka.gpu_samples s JOIN wanka.gpu_series r USING (series_id)
-    JOIN fields f ON f.metric = r.metric
-    WHERE s.batch_id IN ({batches})
+    WHERE {scan}
+), fresh AS (
+    SELECT * FROM {fresh}
 ), since AS (
     SELECT host, gpu, uuid, metric, min(ts) AS lo, count(*) AS n FROM fresh GROUP BY ALL
 ), kept AS (  -- the state's sample, where it is at or before the batch's first

@@ -16,12 +16,10 @@
 -- silence is one event, however many batches see it: they all place it at the same time, and a
 -- GPU has one event of the kind at a time. Silences that began more than {lookback_s} s before the
 -- batch's newest sample are not looked for (a GPU taken out of the fleet long ago is no news).
-WITH fresh AS MATERIALIZED (  -- the batches' sample times per GPU (and a field seen then)
-    SELECT x.host, coalesce(x.gpu, -1) AS gpu, coalesce(x.uuid, '') AS uuid, s.ts,
-           min(x.metric) AS metric, min(s.batch_id) AS batch_id
-    FROM wanka.gpu_samples s JOIN wanka.gpu_series x USING (series_id)
-    WHERE s.batch_id IN ({batches})
-        AND x.metric IN (SELECT metric FROM wanka.gpu_event_fields)
+WITH fresh AS MATERIALIZED (  -- the batches' sample times per GPU (and a field seen then), from
+    -- their samples of event fields ({fresh}: gpu_event_samples.sql)
+    SELECT host, gpu, uuid, ts, min(metric) AS metric, min(batch_id) AS batch_id
+    FROM {fresh}
     GROUP BY ALL
 ), times AS (  -- when the fleet reported, as the batches show it
     SELECT ts FROM fresh GROUP BY ts

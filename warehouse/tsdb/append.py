@@ -29,7 +29,7 @@ import pyarrow as pa
 from warehouse.kernel.transactions import transaction
 from warehouse.tsdb import dedupe, events, job_labels, write
 from warehouse.tsdb.codes import series_codes
-from warehouse.tsdb.relations import LABEL_COLUMNS
+from warehouse.tsdb.relations import LABEL_COLUMNS, SERIES
 
 Rows: TypeAlias = pa.Table | pa.RecordBatchReader | dedupe.Labelled
 Then: TypeAlias = Callable[[duckdb.DuckDBPyConnection, int], None]
@@ -76,7 +76,9 @@ def append(
         batch = batch_id if batch_id is not None else write.next_batch(cur)
         stored = dedupe.store(cur, labelled, batch, cache)
         if stored.gpu:
-            derive(cur, (batch,), stored.known_series)
+            derive(cur, (batch,), stored.known_series, stored.series)
+        if stored.series is not None:
+            cur.execute(f"DROP TABLE IF EXISTS {stored.series}")
         if then is not None:
             then(cur, batch)
     if cache is not None and labelled.keys is not None and stored.resolved:
@@ -136,12 +138,18 @@ def append_from(cur: duckdb.DuckDBPyConnection, relation: str, names: set[str]) 
     return written.rows
 
 
-def derive(cur: duckdb.DuckDBPyConnection, batches: tuple[int, ...], known_series: int) -> None:
+def derive(
+    cur: duckdb.DuckDBPyConnection,
+    batches: tuple[int, ...],
+    known_series: int,
+    series: str | None = None,
+) -> None:
     """What follows from stored samples, once per batch: the 'labels' rows of GPUs first seen
-    (series past `known_series`), the job label stretches, and the GPU events."""
+    (series past `known_series`), the job label stretches, and the GPU events (`series`: a
+    table of the batches' series, where the caller has one; else the dictionary is read)."""
     job_labels.note_gpus(cur, known_series)
     job_labels.note_labels(cur, ", ".join(str(b) for b in batches))
-    events.note(cur, list(batches))
+    events.note(cur, list(batches), series or SERIES)
 
 
 def _labelled(rows: pa.Table | pa.RecordBatchReader) -> dedupe.Labelled:

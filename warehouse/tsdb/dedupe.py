@@ -62,6 +62,9 @@ class Stored:
     duplicates: int  # samples already stored (or twice in the rows)
     known_series: int  # the highest series id before it
     resolved: list[tuple[int, int]]  # (sid, series_id) of label sets matched by their labels
+    #: A temporary table of the DCGM series of the rows (series_id, host, gpu, uuid, metric),
+    #: for the derivations; the caller drops it (None: no DCGM samples).
+    series: str | None = None
 
 
 def store(
@@ -77,9 +80,9 @@ def store(
     cur.register(names["stale"], _numbered(rows.stale))
     try:
         if rows.samples.num_rows:
-            gpu, known, resolved = _store_gpu(cur, names, batch_id, cache)
+            gpu, known, resolved, batch_series = _store_gpu(cur, names, batch_id, cache)
         else:
-            gpu = 0
+            gpu, batch_series = 0, None
         other = _store_other(cur, names, batch_id) if rows.samples.num_rows else 0
         stale = _store_stale(cur, names, batch_id) if rows.stale.num_rows else 0
     finally:
@@ -90,7 +93,7 @@ def store(
         "INSERT INTO wanka.remote_write_batches VALUES (?, now(), ?, ?, ?, ?, ?, ?)",
         [batch_id, rows.requests, rows.received, gpu, other, duplicates, stale],
     )
-    return Stored(gpu, other, stale, duplicates, known, resolved)
+    return Stored(gpu, other, stale, duplicates, known, resolved, batch_series)
 
 
 def _numbered(table: pa.Table) -> pa.Table:
@@ -103,15 +106,16 @@ def _store_gpu(
     names: dict[str, str],
     batch_id: int,
     cache: IdCache | None,
-) -> tuple[int, int, list[tuple[int, int]]]:
-    """Append the new DCGM samples; how many, the highest series id before them, and the
-    (sid, series_id) pairs it resolved by label set (those the cache did not know)."""
+) -> tuple[int, int, list[tuple[int, int]], str | None]:
+    """Append the new DCGM samples; how many, the highest series id before them, the
+    (sid, series_id) pairs it resolved by label set (those the cache did not know), and the
+    temporary table of the rows' DCGM series (`Stored.series`)."""
     series, samples = names["series"], names["samples"]
     [(dcgm_count, cached)] = cur.execute(
         f"SELECT count(*), count(series_id) FROM {series} WHERE dcgm"
     ).fetchall()
     if not dcgm_count:
-        return 0, 0, []
+        return 0, 0, [], None
     if cached and not _cached_ids_hold(cur, series):
         if cache is not None:
             cache.forget_ids()  # a series was merged away (telemetry_tiers): match them all
@@ -136,6 +140,11 @@ def _store_gpu(
             "WHERE dcgm AND series_id IS NOT NULL"
         )
     cur.execute(f"CREATE OR REPLACE TEMP TABLE {ids} AS {matched}")
+    batch_series = f"_wanka_rw_batch_series_{threading.get_ident()}"
+    cur.execute(
+        f"CREATE OR REPLACE TEMP TABLE {batch_series} AS SELECT ids.series_id, x.host, x.gpu, "
+        f"x.uuid, x.metric FROM {ids} ids JOIN {series} x USING (sid)"
+    )
     # what is stored already, hot or cold, in the given samples' time range and series
     _held = relations.samples(
         ts=("(SELECT min(ts) FROM given)", "(SELECT max(ts) FROM given)"),
@@ -162,7 +171,7 @@ def _store_gpu(
     finally:
         cur.execute(f"DROP TABLE IF EXISTS {fresh}")
         cur.execute(f"DROP TABLE IF EXISTS {ids}")
-    return int(written), known, [(int(a), int(b)) for a, b in resolved]
+    return int(written), known, [(int(a), int(b)) for a, b in resolved], batch_series
 
 
 def _cached_ids_hold(cur: duckdb.DuckDBPyConnection, series: str) -> bool:

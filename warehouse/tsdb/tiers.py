@@ -15,7 +15,8 @@ retention drops anything, and by `wanka refresh`:
    for them is all that is left.
 
 So no writer's transaction updates a tier row (two transactions updating one bucket would
-conflict), and the tiers lag the samples by one scheduler pass.
+conflict), and the tiers lag the samples by one fold: at most a minute in `wanka serve`
+(`upkeep.TIERS_EVERY_S`).
 
 The minute tier keeps only minutes of two samples or more (at 60 s scrapes a minute of one sample
 would be that sample again): its fold rebuilds the minutes the new samples touch from the

@@ -120,7 +120,11 @@ def test_other_writers_get_the_gate_between_a_jobs_transactions(core: Core) -> N
             return  # one pass is enough
         with turn():
             first_in.set()
-            time.sleep(0.2)  # the other writer is waiting by now
+            deadline = time.monotonic() + 10
+            while not core.writes._queue:  # until the other writer waits at the gate
+                assert time.monotonic() < deadline, "the other writer never asked"
+                time.sleep(0.01)
+            time.sleep(0.1)
             order.append("job 1")
         with turn():
             order.append("job 2")
@@ -128,7 +132,6 @@ def test_other_writers_get_the_gate_between_a_jobs_transactions(core: Core) -> N
 
     def other() -> None:
         assert first_in.wait(10)
-        time.sleep(0.05)
         with core.writes.hold(object(), 10, "remote_write"):
             order.append("remote_write")
 
@@ -147,13 +150,13 @@ def test_other_writers_get_the_gate_between_a_jobs_transactions(core: Core) -> N
     waited = float(
         text.split('wanka_write_gate_wait_seconds_total{writer="remote_write"} ')[1].split()[0]
     )
-    assert held >= 0.2 and 0.1 <= waited < 1.0
+    assert held >= 0.1 and waited >= 0.1
 
 
 def test_serve_runs_retention_then_tiers_then_compaction_then_refresh(core: Core) -> None:
     jobs = upkeep_jobs(10.0, core.metrics)
     assert [(j.name, j.interval_s) for j in jobs] == [
-        ("retention", 10.0), ("tiers", 10.0), ("compaction", 10.0), ("refresh", 10.0)
+        ("retention", 10.0), ("tiers", 60.0), ("compaction", 10.0), ("refresh", 10.0)
     ]  # fmt: skip
 
 
@@ -163,7 +166,7 @@ def test_new_settings_restart_a_started_scheduler_with_their_interval(core: Core
     scheduler.start()
     assert scheduler.jobs == []
     scheduler.apply(ServeSettings(None, refresh_interval_s=30.0))
-    assert [j.interval_s for j in scheduler.jobs] == [30.0] * 4
+    assert [j.interval_s for j in scheduler.jobs] == [30.0, 60.0, 30.0, 30.0]  # tiers: a minute
     assert any(t.name == "wanka-scheduler" for t in threading.enumerate())
     scheduler.apply(ServeSettings(None, refresh_interval_s=None))
     assert scheduler.jobs == []
