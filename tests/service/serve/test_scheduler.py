@@ -120,7 +120,7 @@ def test_other_writers_get_the_gate_between_a_jobs_transactions(core: Core) -> N
             return  # one pass is enough
         with turn():
             first_in.set()
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 30
             while not core.writes._queue:  # until the other writer waits at the gate
                 assert time.monotonic() < deadline, "the other writer never asked"
                 time.sleep(0.01)
@@ -131,17 +131,19 @@ def test_other_writers_get_the_gate_between_a_jobs_transactions(core: Core) -> N
         done.set()
 
     def other() -> None:
-        assert first_in.wait(10)
-        with core.writes.hold(object(), 10, "remote_write"):
+        assert first_in.wait(30)
+        with core.writes.hold(object(), 30, "remote_write"):
             order.append("remote_write")
 
     scheduler = Scheduler(core, [ScheduledJob("compaction", TICK_S, run)])
     writer = threading.Thread(target=other)
     writer.start()
     scheduler.start()
-    assert done.wait(10)
-    scheduler.stop()
-    writer.join(10)
+    try:
+        assert done.wait(30)
+    finally:
+        scheduler.stop()
+        writer.join(30)
     assert order == ["job 1", "remote_write", "job 2"]
     text = "\n".join(lines(core))
     held = float(
