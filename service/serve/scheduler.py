@@ -46,12 +46,15 @@ class ScheduledJob:
     run: Callable[[Cursor, Turn], None]
 
 
-def upkeep_jobs(interval_s: float, metrics: Metrics) -> list[ScheduledJob]:
+def upkeep_jobs(
+    interval_s: float, metrics: Metrics, took: dict[str, float] | None = None
+) -> list[ScheduledJob]:
     """What `wanka serve` runs every `interval_s`, in this order: the telemetry store's upkeep
     (`warehouse.tsdb.upkeep.TASKS`: retention drops what its rules say is too old, the tiers
-    fold the new samples, compaction moves closed windows into compressed blocks), then the due
-    dynamic tables refresh (those that would be late before the next pass, `interval_s` later,
-    included)."""
+    fold the new samples, compaction moves closed windows into compressed blocks, a few seconds
+    of it a pass), then the due dynamic tables refresh: those that would be late before the
+    next one, `interval_s` later and after the next pass's upkeep (as long as the last runs of
+    its tasks took, from `took`: job name -> seconds)."""
     from warehouse.tsdb.upkeep import TASKS, Task
 
     #: What the rows a task reports count toward on /metrics.
@@ -68,7 +71,8 @@ def upkeep_jobs(interval_s: float, metrics: Metrics) -> list[ScheduledJob]:
     def refresh(cur: Cursor, turn: Turn) -> None:
         from warehouse.dynamic.schedule import run_due
 
-        for outcome in run_due(cur, next_pass_s=interval_s, turn=turn):
+        upkeep_s = sum((took or {}).get(task.name, 0.0) for task in TASKS)
+        for outcome in run_due(cur, next_pass_s=interval_s + upkeep_s, turn=turn):
             kind = type(outcome).__name__.lower()
             metrics.count(REFRESHES, table=outcome.name, outcome=kind)
 
@@ -95,7 +99,7 @@ class Scheduler:
         started = self._started
         self.stop()
         self._interval_s = interval_s
-        self.jobs = upkeep_jobs(interval_s, self._core.metrics) if interval_s else []
+        self.jobs = upkeep_jobs(interval_s, self._core.metrics, self._last_s) if interval_s else []
         if started:
             self.start()
 

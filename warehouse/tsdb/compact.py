@@ -26,6 +26,7 @@ one block of its metric and window (~10 ms), not all of them.
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -92,19 +93,29 @@ def compact(
     grace: timedelta = GRACE,
     block_samples: int = BLOCK_SAMPLES,
     turn: Turn = no_turn,
+    budget_s: float | None = None,
 ) -> list[Compacted]:
     """Move the hot samples of every closed window into blocks, then the tiers' rows of those
     windows, each transaction in a `turn` of its own; what was moved (a tier's with its table
-    in `tier`)."""
+    in `tier`). With `budget_s`, no transaction but the first starts once that many seconds
+    have passed: the rest waits for the next call (the scheduler's pass must not stall its
+    refreshes for the minutes a window of 10,000 GPUs takes)."""
     before = closed_before(now or datetime.now(UTC), window, grace)
+    ends = None if budget_s is None else time.monotonic() + budget_s
+    work: list[tuple[str | None, datetime, str]] = [
+        (None, start, metric) for start, metric in pending(cur, before, window)
+    ]
+    for tier in TIERS:
+        work += [(tier, w, m) for w, m in pending_tier(cur, tier, before, window)]
     moved = []
-    for start, metric in pending(cur, before, window):
+    for of, start, metric in work:
+        if moved and ends is not None and time.monotonic() >= ends:
+            break  # one transaction at least, so that every pass moves something
         with turn():
-            moved.append(one(cur, start, metric, window, block_samples))
-    for table in TIERS:
-        for start, metric in pending_tier(cur, table, before, window):
-            with turn():
-                moved.append(one_tier(cur, table, start, metric, window, block_samples))
+            if of is None:
+                moved.append(one(cur, start, metric, window, block_samples))
+            else:
+                moved.append(one_tier(cur, of, start, metric, window, block_samples))
     return moved
 
 

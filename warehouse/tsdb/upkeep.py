@@ -40,7 +40,7 @@ def _fold(cur: duckdb.DuckDBPyConnection, turn: Turn) -> Done:
 
 
 def _compact(cur: duckdb.DuckDBPyConnection, turn: Turn) -> Done:
-    moved = compact.compact(cur, turn=turn)
+    moved = compact.compact(cur, turn=turn, budget_s=COMPACT_BUDGET_S)
     counts: dict[str, int] = {}
     for done in moved:
         table = done.tier or "gpu_metrics"
@@ -54,6 +54,9 @@ def _compact(cur: duckdb.DuckDBPyConnection, turn: Turn) -> Done:
 #: a minute, each minute bucket is written once and each hour bucket a sixth as often. So the
 #: tiers' views lag the samples by up to a minute; `wanka refresh` and retention fold first.
 TIERS_EVERY_S = 60.0
+#: Seconds of compaction a pass starts at most: a closed 2 h window of 10,000 GPUs every 15 s is
+#: ~40 transactions of ~3 s; done in one pass, the refreshes after it would wait two minutes.
+COMPACT_BUDGET_S = 5.0
 #: In the order a pass runs them: retention before the fold, as the fold covers what it keeps;
 #: compaction last, so what it moves was folded (the fold would find it in the blocks anyway).
 TASKS = (

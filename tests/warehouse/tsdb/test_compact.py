@@ -4,6 +4,7 @@ compacted batches; `wanka compact`; a decoding query can be cancelled."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -195,6 +196,26 @@ def test_late_samples_become_another_block_and_compaction_alone_refreshes_nothin
     # a full refresh over blocks only gives the same rows
     execute(cur, "REFRESH DYNAMIC TABLE per_host FULL").read_all()
     refresh_per_host(cur)
+
+
+def test_a_budget_stops_a_pass_between_transactions_and_the_next_goes_on(eng: Engine) -> None:
+    """With `budget_s` spent, no transaction but the first starts: the next passes move the
+    rest; each transaction in its own turn."""
+    cur = eng.cursor()
+    append(cur, grid(4))  # two windows, two metrics: four transactions
+    everything = rows(cur)
+    turns: list[int] = []
+
+    def turn() -> Any:
+        turns.append(1)
+        return contextlib.nullcontext()
+
+    for done in (1, 2):
+        moved = compact.compact(cur, now=FAR, budget_s=0.0, turn=turn)
+        assert len(moved) == 1 and len(turns) == done  # one, then the budget is spent
+    rest = compact.compact(cur, now=FAR, turn=turn)
+    assert len(rest) == 2 and len(turns) == 4
+    assert rows(cur) == everything
 
 
 # -- 4. remote_write retried across a compaction ----------------------------------------------
