@@ -107,7 +107,7 @@ def compact(
     ]
     for tier in TIERS:
         work += [(tier, w, m) for w, m in pending_tier(cur, tier, before, window)]
-    moved = []
+    moved: list[Compacted] = []
     for of, start, metric in work:
         if moved and ends is not None and time.monotonic() >= ends:
             break  # one transaction at least, so that every pass moves something
