@@ -15,6 +15,7 @@ how long its last run took, by `job`.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from service.serve.metric_families import (
 from service.serve.metrics import Gauges, Metrics
 from service.serve.settings import ServeSettings
 from service.serve.writes import WriterBusy
+from warehouse.errors import UserError
 from warehouse.kernel.transactions import Turn
 
 
@@ -54,7 +56,9 @@ def upkeep_jobs(
     fold the new samples, compaction moves closed windows into compressed blocks, a few seconds
     of it a pass), then the due dynamic tables refresh: those that would be late before the
     next one, `interval_s` later and after the next pass's upkeep (as long as the last runs of
-    its tasks took, from `took`: job name -> seconds)."""
+    its tasks took, from `took`: job name -> seconds). A GPU event that drains or replaces a GPU
+    at once (an XID 79, a double-bit ECC error) refreshes health_findings at the next pass
+    whatever its freshness target (`warehouse.health.findings.urgent_after`)."""
     from warehouse.tsdb.upkeep import TASKS, Task
 
     #: What the rows a task reports count toward on /metrics.
@@ -68,11 +72,20 @@ def upkeep_jobs(
 
         return run
 
+    seen: list[int] = []  # the newest batch of GPU events the refresh job looked at
+
     def refresh(cur: Cursor, turn: Turn) -> None:
         from warehouse.dynamic.schedule import run_due
+        from warehouse.health import findings
 
+        urgent = findings.urgent_after(cur, seen[0]) if seen else None
+        seen[:] = [urgent or (seen[0] if seen else findings.newest_event_batch(cur))]
         upkeep_s = sum((took or {}).get(task.name, 0.0) for task in TASKS)
-        for outcome in run_due(cur, next_pass_s=interval_s + upkeep_s, turn=turn):
+        done = run_due(cur, next_pass_s=interval_s + upkeep_s, turn=turn)
+        if urgent is not None and not any(o.name == findings.FINDINGS for o in done):
+            with contextlib.suppress(UserError):  # a warehouse without health_findings
+                done += run_due(cur, name=findings.FINDINGS, turn=turn)
+        for outcome in done:
             kind = type(outcome).__name__.lower()
             metrics.count(REFRESHES, table=outcome.name, outcome=kind)
 

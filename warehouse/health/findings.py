@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 
 from warehouse.health import risk
+from warehouse.kernel.catalog import sql_dir
 from warehouse.tsdb.relations import BATCHES, SERIES
 
 STATES = ("ok", "watch", "drain", "replace")
@@ -57,6 +58,21 @@ SELECT concat_ws(':',
     (SELECT md5(string_agg(concat_ws(',', rule, state, threshold, window_s), ';' ORDER BY rule))
      FROM wanka.health_rules))
 """
+
+
+def urgent_after(cur: duckdb.DuckDBPyConnection, after: int) -> int | None:
+    """The newest batch past `after` with an event that drains or replaces a GPU at once
+    (sql/health/urgent_events.sql), or None: the scheduler then refreshes health_findings
+    without waiting for its freshness target."""
+    text = (sql_dir() / "health" / "urgent_events.sql").read_text(encoding="utf-8")
+    row = cur.execute(text.format(after=int(after))).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def newest_event_batch(cur: duckdb.DuckDBPyConnection) -> int:
+    """The newest batch with a GPU event (0: none): where `urgent_after` starts looking."""
+    row = cur.execute("SELECT max(batch_id) FROM gpu_events").fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
 
 
 def _iso(value: Any) -> Any:

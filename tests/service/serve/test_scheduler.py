@@ -4,6 +4,7 @@ its pass, a busy gate skips it, and the thread goes on."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -174,3 +175,41 @@ def test_new_settings_restart_a_started_scheduler_with_their_interval(core: Core
     assert scheduler.jobs == []
     assert not any(t.name == "wanka-scheduler" for t in threading.enumerate())
     scheduler.stop()
+
+
+def test_an_event_that_drains_refreshes_health_findings_at_the_next_pass(core: Core) -> None:
+    """health_findings has a minute's freshness target; a GPU that fell off the bus does not
+    wait for it: the refresh job's next pass refreshes health_findings."""
+    from tests.warehouse.remote_write.support import body, dcgm_labels
+    from warehouse.ingest.batch import read_context
+    from warehouse.ingest.models import ModelNames
+    from warehouse.remote_write.decode import decode
+    from warehouse.remote_write.rows import Limits, SeriesCache
+    from warehouse.tsdb.append import append
+
+    refresh = {j.name: j for j in upkeep_jobs(10.0, core.metrics)}["refresh"]
+    cur = core.engine.cursor()
+    cache = SeriesCache(ModelNames(read_context(core.engine).model_names))
+    now = int(time.time() * 1000)
+    xid = dcgm_labels(7, 3, "DCGM_FI_DEV_XID_ERRORS")
+
+    def send(ts: int, code: float) -> None:
+        append(cur, decode(body([(xid, [(ts, code)])]), cache, Limits()))
+
+    def refreshes() -> int:
+        sql = "SELECT count(*) FROM wanka.refresh_history WHERE name = 'health_findings'"
+        return int(cur.execute(sql).fetchall()[0][0])
+
+    def drained() -> bool:
+        sql = "SELECT count(*) FROM health_findings WHERE rule = 'xid_drain' AND host = 'node007'"
+        return bool(cur.execute(sql).fetchall()[0][0])
+
+    send(now, 0.0)
+    refresh.run(cur, contextlib.nullcontext)  # everything due refreshes: the first pass
+    before = refreshes()
+    send(now + 15_000, 0.0)
+    refresh.run(cur, contextlib.nullcontext)
+    assert refreshes() == before  # nothing urgent: health_findings waits for its target
+    send(now + 30_000, 79.0)
+    refresh.run(cur, contextlib.nullcontext)
+    assert refreshes() == before + 1 and drained()
