@@ -172,14 +172,27 @@ def due(
 
 
 def _due(tables: dict[str, Entry], now: datetime, next_pass_s: float = 0.0) -> list[str]:
-    wanted = {name for name, entry in tables.items() if is_due(entry, now, next_pass_s)}
-    stack = list(wanted)
-    while stack:  # what a due table reads is refreshed with it, at the same data timestamp
+    """The due tables and what they read, in dependency order. A table whose refresh would
+    end late because the run's other refreshes go first is due too: due is judged again with
+    the expected time of the whole run added."""
+    wanted = _with_sources(tables, {n for n, e in tables.items() if is_due(e, now, next_pass_s)})
+    run_s = sum(tables[name].expected_s for name in wanted)
+    if run_s:
+        later = {n for n, e in tables.items() if is_due(e, now, next_pass_s + run_s)}
+        wanted = _with_sources(tables, wanted | later)
+    return [name for name in _order(tables) if name in wanted]
+
+
+def _with_sources(tables: dict[str, Entry], wanted: set[str]) -> set[str]:
+    """`wanted` and the dynamic tables they read: what a due table reads is refreshed with it,
+    at the same data timestamp."""
+    wanted, stack = set(wanted), list(wanted)
+    while stack:
         for source in tables[stack.pop()].sources:
             if source not in wanted:
                 wanted.add(source)
                 stack.append(source)
-    return [name for name in _order(tables) if name in wanted]
+    return wanted
 
 
 def run_due(

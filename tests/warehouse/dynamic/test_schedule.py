@@ -344,3 +344,18 @@ def test_a_named_refresh_skips_its_table_when_what_it_reads_fails(
     # the backoff does not hold back a named refresh: fragile is tried again at once
     again = run_due(cur, T0 + timedelta(seconds=1), name="reader")
     assert isinstance(again[0], Failed) and again[0].failures == 2
+
+
+def test_a_table_whose_refresh_would_end_late_behind_the_run_is_due_with_it() -> None:
+    """`b` alone is not due yet, but after `a`'s 20 s refresh in the same run it would end
+    past its target: it is refreshed in this run."""
+    from warehouse.dynamic.schedule import Entry, _due
+
+    def entry(name: str, age_s: float, expected_s: float) -> Entry:
+        at = T0 - timedelta(seconds=age_s)
+        return Entry(name, 300.0, at, "succeeded", 0, None, (), expected_s)
+
+    tables = {"a": entry("a", 295, 20.0), "b": entry("b", 275, 1.0), "c": entry("c", 100, 1.0)}
+    assert _due(tables, T0) == ["a", "b"]
+    tables["a"] = entry("a", 100, 20.0)
+    assert _due(tables, T0) == []  # nothing due: nothing runs before b
