@@ -355,7 +355,7 @@ def test_a_table_whose_refresh_would_end_late_behind_the_run_is_due_with_it() ->
         at = T0 - timedelta(seconds=age_s)
         return Entry(name, 300.0, at, "succeeded", 0, None, (), expected_s)
 
-    tables = {"a": entry("a", 295, 20.0), "b": entry("b", 275, 1.0), "c": entry("c", 100, 1.0)}
+    tables = {"a": entry("a", 295, 20.0), "b": entry("b", 285, 1.0), "c": entry("c", 100, 1.0)}
     assert _due(tables, T0) == ["a", "b"]
     tables["a"] = entry("a", 100, 20.0)
     assert _due(tables, T0) == []  # nothing due: nothing runs before b
