@@ -14,10 +14,11 @@ Prometheus with a target per node spreads a scrape's requests over the interval,
 one at a time, and stored as they come each pays the whole cost of a transaction (measured at
 10,000 GPUs: ~140 ms for 2,000 samples, ~190 ms for 40,000; most of it deriving the GPU events).
 So when the last transaction ended less than `STEADY_S` ago, the writer waits, before it takes
-the queue, as long as that transaction took (at most `MAX_LINGER_S`) or until `ENOUGH_SAMPLES`
-are queued. The writer then spends at most about half its time in transactions, and a request
-waits at most one more transaction's time; a lone request (no transaction just before) is stored
-at once. What a group cannot exceed is `MAX_GROUP_SAMPLES`.
+the queue, `LINGER_FACTOR` times as long as that transaction took (at most `MAX_LINGER_S`) or
+until `ENOUGH_SAMPLES` are queued. The writer then spends about a quarter of its time in
+transactions at most, and a request waits at most three more transactions' time; a lone request
+(no transaction just before) is stored at once. What a group cannot exceed is
+`MAX_GROUP_SAMPLES`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from warehouse.remote_write.rows import Decoded
 
 MAX_GROUP_SAMPLES = 500_000
 #: The linger of a steady stream: what ends it (see the module's text).
-STEADY_S, MAX_LINGER_S, ENOUGH_SAMPLES = 1.0, 0.25, 50_000
+STEADY_S, LINGER_FACTOR, MAX_LINGER_S, ENOUGH_SAMPLES = 1.0, 3.0, 0.25, 50_000
 
 
 class GroupCommit:
@@ -76,7 +77,7 @@ class GroupCommit:
             while not self._queue and not self._closed:
                 self._ready.wait()
             if time.monotonic() - self._last_end < STEADY_S:  # a stream: let the group fill
-                until = time.monotonic() + min(MAX_LINGER_S, self._last_took_s)
+                until = time.monotonic() + min(MAX_LINGER_S, LINGER_FACTOR * self._last_took_s)
                 while not self._closed and self._queued() < ENOUGH_SAMPLES:
                     left = until - time.monotonic()
                     if left <= 0:
