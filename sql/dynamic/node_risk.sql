@@ -30,10 +30,37 @@ SELECT s.node,
        sum(
             CASE s.kind WHEN 'sbe' THEN w.w_sbe WHEN 'row_remap' THEN w.w_row_remap
                         WHEN 'xid_precursor' THEN w.w_xid_precursor WHEN 'nvlink' THEN w.w_nvlink
-                        WHEN 'thermal' THEN w.w_thermal ELSE 0 END
+                        WHEN 'thermal' THEN w.w_thermal
+                        WHEN 'pcie_replay' THEN w.w_pcie_replay ELSE 0 END
             * pow(0.5, epoch(f.data_at - s.signal_at) / 86400 / w.precursor_half_life_d))
            AS precursor,
-       history_ratio + precursor AS score,
+       count(*) FILTER (WHERE s.kind = 'sbe' AND epoch(f.data_at - s.signal_at) < w.growth_recent_s)
+           AS sbe_recent,
+       count(*) FILTER (WHERE s.kind = 'sbe' AND epoch(f.data_at - s.signal_at) >= w.growth_recent_s
+                        AND epoch(f.data_at - s.signal_at) < w.growth_window_s)
+           AS sbe_trailing,
+       greatest(0, sbe_recent - sbe_trailing * max(w.growth_share))
+           / (sbe_trailing * max(w.growth_share)
+              + max(w.growth_prior_events)) AS sbe_growth,
+       count(*) FILTER (WHERE s.kind = 'nvlink' AND epoch(f.data_at - s.signal_at) < w.growth_recent_s)
+           AS nvlink_recent,
+       count(*) FILTER (WHERE s.kind = 'nvlink' AND epoch(f.data_at - s.signal_at) >= w.growth_recent_s
+                        AND epoch(f.data_at - s.signal_at) < w.growth_window_s)
+           AS nvlink_trailing,
+       greatest(0, nvlink_recent - nvlink_trailing * max(w.growth_share))
+           / (nvlink_trailing * max(w.growth_share)
+              + max(w.growth_prior_events)) AS nvlink_growth,
+       count(*) FILTER (WHERE s.kind = 'pcie_replay' AND epoch(f.data_at - s.signal_at) < w.growth_recent_s)
+           AS pcie_replay_recent,
+       count(*) FILTER (WHERE s.kind = 'pcie_replay' AND epoch(f.data_at - s.signal_at) >= w.growth_recent_s
+                        AND epoch(f.data_at - s.signal_at) < w.growth_window_s)
+           AS pcie_replay_trailing,
+       greatest(0, pcie_replay_recent - pcie_replay_trailing * max(w.growth_share))
+           / (pcie_replay_trailing * max(w.growth_share)
+              + max(w.growth_prior_events)) AS pcie_replay_growth,
+       sbe_growth * max(w.w_sbe_growth) + nvlink_growth * max(w.w_nvlink_growth)
+           + pcie_replay_growth * max(w.w_pcie_replay_growth) AS growth,
+       history_ratio + precursor + growth AS score,
        CASE WHEN score >= max(w.drain_score) THEN 'drain'
             WHEN score >= max(w.watch_score) THEN 'watch' ELSE 'ok' END AS state,
        count(*) FILTER (WHERE s.kind = 'fault') AS faults,
