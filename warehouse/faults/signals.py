@@ -2,8 +2,9 @@
 remote_write group or the scrape round that brought it (sql/faults/node_signals.sql), so that
 node_risk refreshes from one tracked table.
 
-Rows written to node_faults, jobs or the telemetry by SQL DML are not seen here until
-`rebuild` runs (`wanka refresh node_risk --full` does not: it reads node_signals as it is).
+Rows written to node_faults, jobs or gpu_events by SQL DML are not seen here until `rebuild`
+runs: `wanka refresh --signals` (service/commands/refresh.py) runs it in one transaction before
+refreshing (`wanka refresh node_risk --full` alone reads node_signals as it is).
 """
 
 from __future__ import annotations
