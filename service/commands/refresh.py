@@ -14,6 +14,8 @@ from warehouse.dynamic.schedule import Failed, describe, run_due, seconds
 from warehouse.engines.refresh import describe_lake, refresh_lake
 from warehouse.errors import WankaError
 from warehouse.faults import signals as fault_signals
+from warehouse.faults import thermal
+from warehouse.kernel.transactions import transaction
 from warehouse.tsdb import tiers
 
 
@@ -74,6 +76,8 @@ def refresh(
                 click.echo(f"node_signals: derived again from node_faults, jobs and gpu_events: "
                            f"{kept} rows")  # fmt: skip
             tiers.fold(cur)  # the downsampling tiers first: they follow every batch
+            with transaction(cur):  # then the thermal residuals of the whole days they hold
+                thermal.derive(cur)
             outcomes = run_due(cur, name=name, full=full, changed=name is None)
             lines = [describe(o, seconds(cur, o)) for o in outcomes]
         finally:

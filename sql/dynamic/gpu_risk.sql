@@ -8,7 +8,8 @@ SELECT s.node, s.gpu,
             CASE s.kind WHEN 'sbe' THEN w.w_sbe WHEN 'row_remap' THEN w.w_row_remap
                         WHEN 'xid_precursor' THEN w.w_xid_precursor WHEN 'nvlink' THEN w.w_nvlink
                         WHEN 'thermal' THEN w.w_thermal
-                        WHEN 'pcie_replay' THEN w.w_pcie_replay ELSE 0 END
+                        WHEN 'pcie_replay' THEN w.w_pcie_replay
+                        WHEN 'thermal_residual' THEN w.w_thermal_residual ELSE 0 END
             * pow(0.5, epoch(f.data_at - s.signal_at) / 86400 / w.precursor_half_life_d))
            AS precursor,
        count(*) FILTER (WHERE s.kind = 'sbe' AND epoch(f.data_at - s.signal_at) < w.growth_recent_s)

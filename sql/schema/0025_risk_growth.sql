@@ -27,3 +27,12 @@ INSERT INTO risk_settings (name, value, description) VALUES
     ('w_nvlink_growth', 0.2, 'weight of growth of NVLink CRC/replay/recovery errors'),
     ('w_pcie_replay_growth', 0.2, 'weight of growth of PCIe replays');
 
+
+-- Thermal residuals persisting for days (sql/faults/thermal_residual.sql): a GPU at least
+-- thermal_residual_c hotter than its model at the same power, day after day, for
+-- thermal_residual_days days in a row, is a node_signals piece of kind 'thermal_residual' each
+-- such day, weighted w_thermal_residual and decayed as the other precursors.
+INSERT INTO risk_settings (name, value, description) VALUES
+    ('thermal_residual_c', 5, 'a GPU-day this many degrees C above what its power predicts is hot'),
+    ('thermal_residual_days', 3, 'hot days in a row that make a thermal residual evidence'),
+    ('w_thermal_residual', 0.5, 'weight of one day of a persisting thermal residual');

@@ -27,7 +27,15 @@ import numpy as np
 import numpy.typing as npt
 
 HISTORY_KINDS = ("fault", "drain", "node_fail", "gpu_failure")
-PRECURSOR_KINDS = ("sbe", "row_remap", "xid_precursor", "nvlink", "thermal", "pcie_replay")
+PRECURSOR_KINDS = (
+    "sbe",
+    "row_remap",
+    "xid_precursor",
+    "nvlink",
+    "thermal",
+    "pcie_replay",
+    "thermal_residual",
+)
 KINDS = HISTORY_KINDS + PRECURSOR_KINDS
 #: The kinds that also count by their growth against the node's own history.
 GROWTH_KINDS = ("sbe", "nvlink", "pcie_replay")

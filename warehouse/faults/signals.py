@@ -37,7 +37,10 @@ def after_telemetry(cur: duckdb.DuckDBPyConnection, batch_id: int) -> None:
 
 
 def rebuild(cur: duckdb.DuckDBPyConnection) -> int:
-    """Derive node_signals again from every batch of its sources; the rows it now holds."""
+    """Derive node_signals again from every batch of its sources, and the thermal residuals
+    from the hourly tier (warehouse/faults/thermal.py); the rows it now holds."""
+    from warehouse.faults import thermal
+
     cur.execute("DELETE FROM node_signals")
     batches = cur.execute(
         "SELECT DISTINCT batch_id FROM node_faults UNION SELECT DISTINCT batch_id FROM jobs "
@@ -46,5 +49,6 @@ def rebuild(cur: duckdb.DuckDBPyConnection) -> int:
     for (batch_id,) in batches:
         if batch_id is not None:
             cur.execute(_insert_sql(), {"batch_id": batch_id})
+    thermal.derive(cur, again=True)
     found = cur.execute("SELECT count(*) FROM node_signals").fetchone()
     return int(found[0]) if found else 0
