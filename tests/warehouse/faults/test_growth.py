@@ -36,6 +36,9 @@ def test_pcie_replays_from_dcgm_text_are_a_growth_term(
         [gpu] = cur.execute(
             "SELECT gpu, pcie_replay_growth, growth, score FROM gpu_risk WHERE node = 'gpu001'"
         ).fetchall()
+        cur.execute("UPDATE risk_settings SET value = 0.5 WHERE name = 'watch_score'")
+        risk.refresh(cur)
+        shown = "\n".join(risk.render(risk.summary(cur)))
         cur.close()
     assert events == [("gpu001", 3, 10)]
     assert kinds == [("pcie_replay", 3)]
@@ -43,6 +46,8 @@ def test_pcie_replays_from_dcgm_text_are_a_growth_term(
     assert node[:3] == (10, pytest.approx(2.0), pytest.approx(0.4))
     assert node[4] == 10
     assert gpu == (3, pytest.approx(2.0), pytest.approx(0.4), pytest.approx(0.4))
+    # `wanka health` shows the term and its evidence
+    assert "gpu001" in shown and "10 PCIe replay increases" in shown and "0.40" in shown
 
 
 def test_sbe_growth_is_against_the_gpus_own_history(warehouses: Warehouses, tmp_path: Path) -> None:
