@@ -1,6 +1,8 @@
 -- gpu_risk: the telemetry's warnings per GPU, where the evidence names one (node_signals.gpu:
--- XIDs, ECC and remapped rows, NVLink errors, thermal slowdowns, failing XIDs), weighted and
--- decayed as node_risk's precursor (risk_settings), as of the fleet's newest evidence.
+-- XIDs, ECC and remapped rows, NVLink errors, PCIe replays, thermal slowdowns and residuals,
+-- failing XIDs), weighted and decayed as node_risk's precursor, and the growth of corrected ECC
+-- errors, NVLink errors and PCIe replays against the GPU's own history as node_risk's growth
+-- (risk_settings); score = precursor + growth, as of the fleet's newest evidence.
 -- Groups plan: as node_risk.
 CREATE DYNAMIC TABLE gpu_risk WITH (freshness = '5 minutes', refresh_mode = 'auto') AS
 SELECT s.node, s.gpu,

@@ -5,10 +5,20 @@
 --                  data_at, and E what a node at the fleet's own rate would have gathered over
 --                  the same decay. 1 is an average node; α/(α + E) a node with no history.
 --   precursor      the telemetry's warnings, weighted and halved every precursor_half_life_d
---                  days: corrected ECC errors, rows remapped, XID 48/63/64/94/95, NVLink
---                  errors, thermal slowdowns.
---   score          history_ratio + precursor; state 'drain' from drain_score, 'watch' from
---                  watch_score (rows of risk_settings), else 'ok'.
+--                  days: rows remapped, XID 48/63/64/94/95, thermal slowdowns, thermal
+--                  residuals persisting for days (sql/faults/thermal_residual.sql); corrected
+--                  ECC errors, NVLink errors and PCIe replays too, but weighted 0 by default:
+--                  they count by their growth.
+--   <kind>_recent, <kind>_trailing  increases of corrected ECC errors (sbe), NVLink errors and
+--                  PCIe replays in the last growth_recent_h hours, and in the growth_trailing_d
+--                  days before them.
+--   <kind>_growth  max(0, recent − expected) / (expected + growth_prior_events), expected being
+--                  trailing × growth_share (the recent window's share of the trailing one):
+--                  how far the node outruns its own rate; growth_prior_events keeps one count
+--                  on a node with no history from being growth.
+--   growth         Σ w_<kind>_growth × <kind>_growth.
+--   score          history_ratio + precursor + growth; state 'drain' from drain_score, 'watch'
+--                  from watch_score (rows of risk_settings), else 'ok'.
 -- A node with no evidence at all has no row: its score is the prior, α / (α + E).
 -- Groups plan: a new piece of evidence recomputes its node; a new data_at or an edited setting
 -- (node_risk_fleet, node_risk_settings) recomputes every node, as every decay moved.
