@@ -44,9 +44,10 @@ class ScheduledJob:
 def upkeep_jobs(interval_s: float, metrics: Metrics) -> list[ScheduledJob]:
     """What `wanka serve` runs every `interval_s`, in this order: the telemetry store's upkeep
     (`warehouse.tsdb.upkeep.TASKS`: retention drops what its rules say is too old, the tiers
-    fold the new samples, compaction moves closed windows into compressed blocks), then the due
-    dynamic tables refresh (those that would be late before the next pass, `interval_s` later,
-    included)."""
+    fold the new samples, compaction moves closed windows into compressed blocks), then the
+    thermal residuals of the whole days the hourly tier holds (`warehouse.faults.thermal`) and
+    the due dynamic tables refresh (those that would be late before the next pass, `interval_s`
+    later, included)."""
     from warehouse.tsdb.upkeep import TASKS, Task
 
     #: What the rows a task reports count toward on /metrics.
@@ -62,7 +63,11 @@ def upkeep_jobs(interval_s: float, metrics: Metrics) -> list[ScheduledJob]:
 
     def refresh(cur: Cursor) -> None:
         from warehouse.dynamic.schedule import run_due
+        from warehouse.faults import thermal
+        from warehouse.kernel.transactions import transaction
 
+        with transaction(cur):  # the whole days the tiers now hold: node_risk's thermal evidence
+            thermal.derive(cur)
         for outcome in run_due(cur, next_pass_s=interval_s):
             kind = type(outcome).__name__.lower()
             metrics.count(REFRESHES, table=outcome.name, outcome=kind)

@@ -1,7 +1,9 @@
-"""Thermal residuals persisting for days (sql/faults/thermal_residual.sql): after each fold of
-the hourly tier, the whole UTC days not yet derived add their node_signals of kind
-'thermal_residual' — a GPU whose temperature stood at least risk_settings' thermal_residual_c
-above what its power predicts, for thermal_residual_days days in a row.
+"""Thermal residuals persisting for days (sql/faults/thermal_residual.sql): after the hourly
+tier folds (before each refresh pass of the serve scheduler, `wanka refresh` and an on-demand
+refresh: callers above tsdb, which faults reads), the whole UTC days not yet derived add their
+node_signals of kind 'thermal_residual' — a GPU whose temperature stood at least
+risk_settings' thermal_residual_c above what its power predicts, for thermal_residual_days
+days in a row.
 
 A day is derived once, when the hourly tier holds a later hour (wanka.settings' key
 `thermal_residual_through` keeps the first day not yet derived); samples of a day that arrive

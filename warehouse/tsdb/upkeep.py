@@ -11,8 +11,6 @@ from dataclasses import dataclass
 
 import duckdb
 
-from warehouse.faults import thermal
-from warehouse.kernel.transactions import transaction
 from warehouse.tsdb import compact, retention, tiers
 
 #: What one pass of a task did: (table, rows) for each table it changed rows of.
@@ -33,11 +31,7 @@ def _drop(cur: duckdb.DuckDBPyConnection) -> Done:
 
 def _fold(cur: duckdb.DuckDBPyConnection) -> Done:
     tiers.fold(cur)
-    # the tiers are rebuilt from what is held: no rows of a table change; the whole days the
-    # hourly tier now holds add their thermal residuals to node_risk's evidence
-    with transaction(cur):
-        added = thermal.derive(cur)
-    return [("node_signals", added)] if added else []
+    return []  # the tiers are rebuilt from what is held: no rows of a table change
 
 
 def _compact(cur: duckdb.DuckDBPyConnection) -> Done:
