@@ -54,11 +54,12 @@ def upkeep_jobs(
     """What `wanka serve` runs every `interval_s`, in this order: the telemetry store's upkeep
     (`warehouse.tsdb.upkeep.TASKS`: retention drops what its rules say is too old, the tiers
     fold the new samples, compaction moves closed windows into compressed blocks, a few seconds
-    of it a pass), then the due dynamic tables refresh: those that would be late before the
-    next one, `interval_s` later and after the next pass's upkeep (as long as the last runs of
-    its tasks took, from `took`: job name -> seconds). A GPU event that drains or replaces a GPU
-    at once (an XID 79, a double-bit ECC error) refreshes health_findings at the next pass
-    whatever its freshness target (`warehouse.health.findings.urgent_after`)."""
+    of it a pass), then the thermal residuals of the whole days the hourly tier holds
+    (`warehouse.faults.thermal`), then the due dynamic tables refresh: those that would be late
+    before the next one, `interval_s` later and after the next pass's upkeep (as long as the
+    last runs of its tasks took, from `took`: job name -> seconds). A GPU event that drains or
+    replaces a GPU at once (an XID 79, a double-bit ECC error) refreshes health_findings at the
+    next pass whatever its freshness target (`warehouse.health.findings.urgent_after`)."""
     from warehouse.tsdb.upkeep import TASKS, Task
 
     #: What the rows a task reports count toward on /metrics.
@@ -76,8 +77,12 @@ def upkeep_jobs(
 
     def refresh(cur: Cursor, turn: Turn) -> None:
         from warehouse.dynamic.schedule import run_due
+        from warehouse.faults import thermal
         from warehouse.health import findings
+        from warehouse.kernel.transactions import transaction
 
+        with turn(), transaction(cur):  # the whole days the tiers hold: node_risk's evidence
+            thermal.derive(cur)
         urgent = findings.urgent_after(cur, seen[0]) if seen else None
         seen[:] = [urgent or (seen[0] if seen else findings.newest_event_batch(cur))]
         upkeep_s = sum((took or {}).get(task.name, 0.0) for task in TASKS)

@@ -145,12 +145,16 @@ class Writer:
         """Refresh dynamic table `name` now, after the dynamic tables it reads; each outcome
         with its duration in seconds, upstream first."""
         from warehouse.dynamic.schedule import run_due, seconds
+        from warehouse.faults import thermal
+        from warehouse.kernel.transactions import transaction
         from warehouse.tsdb import tiers
 
         require(user, "writer", "refresh")
 
         def work(cur: Cursor) -> list[tuple[Outcome, float | None]]:
             tiers.fold(cur)  # the downsampling tiers first: they follow every batch
+            with transaction(cur):  # then the thermal residuals of the whole days they hold
+                thermal.derive(cur)
             return [(o, seconds(cur, o)) for o in run_due(cur, name=name, full=full)]
 
         core = self._core

@@ -25,13 +25,14 @@ FROM (
                WHEN kind = 'ecc_sbe' THEN 'sbe'
                WHEN kind IN ('row_remap', 'row_remap_uncorrectable') THEN 'row_remap'
                WHEN kind = 'nvlink_error' THEN 'nvlink'
+               WHEN kind = 'pcie_replay' THEN 'pcie_replay'
                WHEN kind = 'thermal_throttle' THEN 'thermal'
            END,
            CASE WHEN code IS NOT NULL THEN 'XID ' || code || ': ' ELSE '' END || coalesce(detail, kind)
     FROM gpu_events
     WHERE batch_id = $batch_id AND host IS NOT NULL
         AND (kind IN ('ecc_dbe', 'ecc_sbe', 'row_remap', 'row_remap_uncorrectable',
-                      'nvlink_error', 'thermal_throttle')
+                      'nvlink_error', 'pcie_replay', 'thermal_throttle')
              OR (kind = 'xid' AND code IN (79, 119, 74, 48, 63, 64, 94, 95)))
 ) AS found
 WHERE node IS NOT NULL

@@ -14,7 +14,7 @@
 --                ('sinfo:root': who set the reason)
 -- Overlapping faults of one node and class in one file are one fault (merged, and said in
 -- wanka.ingest_rejects with both lines); faults of different classes may overlap.
--- table node_faults: tracked; key (node, start_at, class, source)
+-- table node_faults: tracked; key (node, start_at, class, source); lake
 CREATE TABLE node_faults (
     node                VARCHAR NOT NULL,
     start_at            TIMESTAMPTZ NOT NULL,

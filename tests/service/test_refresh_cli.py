@@ -90,3 +90,33 @@ def test_refresh_of_a_downstream_table_refreshes_what_it_reads_first(
     jobs = len(truth(simulated))
     assert lines["job_gpu_usage"].startswith(f"job_gpu_usage: incremental, {jobs} rows inserted")
     assert usage(ingested) == truth(simulated)
+
+
+def test_refresh_signals_sees_what_sql_dml_wrote(db_path: Path, warehouses: Warehouses) -> None:
+    """A fault written by SQL INSERT is node_risk's evidence after `wanka refresh --signals`,
+    and a fault deleted by SQL is no longer."""
+    warehouses.empty(db_path, shipped=True)
+    db = ["--db", str(db_path)]
+    written = invoke_wanka(*db, "sql", "INSERT INTO node_faults (node, start_at, class, source) "
+                           "VALUES ('n1', '2024-05-01 00:00:00+00', 'GPU', 'csv'), "
+                           "('n2', '2024-05-02 00:00:00+00', 'NIC', 'csv')")  # fmt: skip
+    assert written.returncode == 0, written.stderr
+    plain = invoke_wanka(*db, "refresh", "node_risk")
+    assert plain.returncode == 0, plain.stderr
+
+    def nodes() -> list[str]:
+        with duckdb.connect(str(db_path), read_only=True) as con:
+            return [r[0] for r in con.execute("SELECT node FROM node_risk ORDER BY 1").fetchall()]
+
+    assert nodes() == []  # SQL DML is not seen by the ingests' derivation
+    done = invoke_wanka(*db, "refresh", "--signals", "node_risk")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "node_signals: derived again from node_faults, jobs and gpu_events: 2 rows" in done.stdout
+    )
+    assert nodes() == ["n1", "n2"]
+    deleted = invoke_wanka(*db, "sql", "DELETE FROM node_faults WHERE node = 'n2'")
+    assert deleted.returncode == 0, deleted.stderr
+    again = invoke_wanka(*db, "refresh", "--signals", "node_risk")
+    assert again.returncode == 0, again.stderr
+    assert nodes() == ["n1"]

@@ -7,11 +7,18 @@ risk_settings. tests/warehouse/faults/test_backtest.py holds it equal to the dyn
 where both apply (at the newest evidence), so the two cannot drift apart.
 
     history_ratio = (α + H) / (α + E)     precursor = Σ w · 2^(−age / precursor half-life)
-    score = history_ratio + precursor
+    growth = Σ_kind w_<kind>_growth · max(0, recent − trailing · share) / (trailing · share + c)
+    score = history_ratio + precursor + growth
+
+The growth terms count a node's increases of corrected ECC errors, NVLink errors and PCIe
+replays in the last growth_recent_h hours (`recent`) against those of the growth_trailing_d
+days before (`trailing`, scaled by share = growth_recent_h / 24 / growth_trailing_d), with
+c = growth_prior_events.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from math import log
 
@@ -20,8 +27,18 @@ import numpy as np
 import numpy.typing as npt
 
 HISTORY_KINDS = ("fault", "drain", "node_fail", "gpu_failure")
-PRECURSOR_KINDS = ("sbe", "row_remap", "xid_precursor", "nvlink", "thermal")
+PRECURSOR_KINDS = (
+    "sbe",
+    "row_remap",
+    "xid_precursor",
+    "nvlink",
+    "thermal",
+    "pcie_replay",
+    "thermal_residual",
+)
 KINDS = HISTORY_KINDS + PRECURSOR_KINDS
+#: The kinds that also count by their growth against the node's own history.
+GROWTH_KINDS = ("sbe", "nvlink", "pcie_replay")
 DAY_S = 86_400.0
 
 Floats = npt.NDArray[np.float64]
@@ -89,7 +106,37 @@ def scores_at(
     alpha = settings["prior_strength"]
     ratio: Floats = ((alpha + held) / (alpha + expected)).astype(np.float64)
     precursor: Floats = np.asarray(warned, dtype=np.float64)
-    return ratio + precursor, ratio, precursor
+    recent_s, window_s = _windows_s(settings)
+    age_s = as_of_s - at
+    grown = np.zeros(count)
+    for name in GROWTH_KINDS:
+        mine = kind == KINDS.index(name)
+        recent = np.bincount(node, weights=mine & (age_s < recent_s), minlength=count)
+        trailing = np.bincount(
+            node, weights=mine & (age_s >= recent_s) & (age_s < window_s), minlength=count
+        )
+        grown += settings[f"w_{name}_growth"] * growth(recent, trailing, settings)
+    return ratio + precursor + grown, ratio, precursor
+
+
+def _windows_s(settings: dict[str, float]) -> tuple[float, float]:
+    """The growth terms' windows: recent [0, first), trailing [first, second) seconds old."""
+    recent_s = settings["growth_recent_h"] * 3600
+    return recent_s, recent_s + settings["growth_trailing_d"] * DAY_S
+
+
+def growth(recent: npt.ArrayLike, trailing: npt.ArrayLike, settings: dict[str, float]) -> Floats:
+    """max(0, recent − expected) / (expected + c): the excess of the recent increases over what
+    the trailing window's rate predicts for the recent window, smoothed by c pseudo-increases.
+
+    >>> s = {"growth_recent_h": 24, "growth_trailing_d": 14, "growth_prior_events": 5}
+    >>> float(growth(10.0, 0.0, s)), float(growth(10.0, 140.0, s)), float(growth(1.0, 0.0, s))
+    (2.0, 0.0, 0.2)
+    """
+    share = settings["growth_recent_h"] / 24 / settings["growth_trailing_d"]
+    expected = np.asarray(trailing, dtype=np.float64) * share
+    excess = np.maximum(0.0, np.asarray(recent, dtype=np.float64) - expected)
+    return np.asarray(excess / (expected + settings["growth_prior_events"]), dtype=np.float64)
 
 
 def _expected(history_weight: float, nodes: float, span_d: float, half_life_d: float) -> float:
@@ -105,9 +152,9 @@ def scores_at_arrivals(signals: Signals, settings: dict[str, float]) -> Floats:
     return arrivals(signals, settings)[0]
 
 
-def arrivals(signals: Signals, settings: dict[str, float]) -> tuple[Floats, Floats, Floats]:
-    """At each arrival, its node's (score, decayed history H, precursor) — with E, what
-    `watch_lasts_s` needs to tell how long the score stays above a threshold."""
+def arrivals(signals: Signals, settings: dict[str, float]) -> tuple[Floats, Floats, Floats, Floats]:
+    """At each arrival, its node's (score, decayed history H, E, growth): what `watch_lasts_s`
+    needs to tell how long the score stays above a threshold."""
     w = _weights(settings)[signals.kind]
     history = signals.kind < len(HISTORY_KINDS)
     h, p = settings["history_half_life_d"], settings["precursor_half_life_d"]
@@ -118,6 +165,11 @@ def arrivals(signals: Signals, settings: dict[str, float]) -> tuple[Floats, Floa
     fleet_weight, first = 0.0, float(signals.at_s[0]) if len(signals.at_s) else 0.0
     out = np.empty(len(signals.at_s))
     held_at, expected_at = np.empty(len(signals.at_s)), np.empty(len(signals.at_s))
+    grown_at = np.zeros(len(signals.at_s))
+    recent_s, window_s = _windows_s(settings)
+    growing = {KINDS.index(k): settings[f"w_{k}_growth"] for k in GROWTH_KINDS}
+    # each node's times of each growth kind, in order: the two windows are counted by bisection
+    times: dict[tuple[int, int], list[float]] = {}
     for j in range(len(signals.at_s)):
         n, t = int(signals.node[j]), float(signals.at_s[j])
         if seen[n]:
@@ -130,11 +182,22 @@ def arrivals(signals: Signals, settings: dict[str, float]) -> tuple[Floats, Floa
             fleet_weight += w[j]
         else:
             warned[n] += w[j]
+        kind = int(signals.kind[j])
+        if kind in growing:
+            times.setdefault((n, kind), []).append(t)
+        grown = 0.0
+        for k, weight in growing.items():
+            seen_times = times.get((n, k))
+            if seen_times:
+                # age < recent_s: a time after t − recent_s; age < window_s: after t − window_s
+                recent = len(seen_times) - bisect_right(seen_times, t - recent_s)
+                inside = len(seen_times) - bisect_right(seen_times, t - window_s)
+                grown += weight * float(growth(recent, inside - recent, settings))
         nodes = fixed_nodes or int(seen.sum())
         expected = _expected(fleet_weight, nodes, (t - first) / DAY_S, h)
-        out[j] = (alpha + held[n]) / (alpha + expected) + warned[n]
-        held_at[j], expected_at[j] = held[n], expected
-    return out, held_at, expected_at
+        out[j] = (alpha + held[n]) / (alpha + expected) + warned[n] + grown
+        held_at[j], expected_at[j], grown_at[j] = held[n], expected, grown
+    return out, held_at, expected_at, grown_at
 
 
 def watch_lasts_s(

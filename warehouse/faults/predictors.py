@@ -2,7 +2,9 @@
 
 - `risk`: node_risk's score (warehouse/faults/backtest.py) at each arrival of evidence; an
   episode from each arrival at or above risk_settings' watch_score for as long as the score
-  stays there (node_risk's state), at least `horizon` ('drain' from drain_score);
+  stays there (node_risk's state), at least `horizon` ('drain' from drain_score); the growth
+  terms are taken as held for growth_recent_h after the arrival (they fall as increases leave
+  the recent window: an upper bound, no longer than the bench's 24 h horizon);
 - `precursor_rules`: the health rules' kind of trigger on the telemetry alone — a row remapped,
   an XID 48/63/64/94/95, or 10 corrected ECC errors within 24 h on the node;
 - `repeat`: the baseline of the field — a node that failed (a fault, a drain, a failing XID) is
@@ -27,12 +29,19 @@ _SBE, _REMAP, _XID = KINDS.index("sbe"), KINDS.index("row_remap"), KINDS.index("
 def risk(signals: Signals, settings: dict[str, float], horizon_s: float) -> list[Episode]:
     """An episode from each arrival at or above watch_score, for as long as the score stays
     there without new evidence (node_risk's state), and at least `horizon_s`."""
-    scores, held, expected = arrivals(signals, settings)
+    scores, held, expected, grown = arrivals(signals, settings)
     watch, drain = settings["watch_score"], settings["drain_score"]
+    recent_s = settings["growth_recent_h"] * 3600
     found = []
     for j in np.flatnonzero(scores >= watch).tolist():
         t = float(signals.at_s[j])
-        lasts = watch_lasts_s(float(scores[j]), float(held[j]), float(expected[j]), watch, settings)
+        score, g = float(scores[j]), float(grown[j])
+        # the growth term is taken as held until this arrival leaves the recent window, then 0
+        lasts = max(
+            watch_lasts_s(score - g, float(held[j]), float(expected[j]), watch, settings),
+            min(recent_s, watch_lasts_s(score - g, float(held[j]), float(expected[j]),
+                                        watch - g, settings)),
+        )  # fmt: skip
         level = "drain" if scores[j] >= drain else "watch"
         found.append(
             Episode(signals.nodes[int(signals.node[j])], t, t + max(horizon_s, lasts), level)

@@ -2,8 +2,9 @@
 remote_write group or the scrape round that brought it (sql/faults/node_signals.sql), so that
 node_risk refreshes from one tracked table.
 
-Rows written to node_faults, jobs or the telemetry by SQL DML are not seen here until
-`rebuild` runs (`wanka refresh node_risk --full` does not: it reads node_signals as it is).
+Rows written to node_faults, jobs or gpu_events by SQL DML are not seen here until `rebuild`
+runs: `wanka refresh --signals` (service/commands/refresh.py) runs it in one transaction before
+refreshing (`wanka refresh node_risk --full` alone reads node_signals as it is).
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ def after_telemetry(cur: duckdb.DuckDBPyConnection, batch_id: int) -> None:
 
 
 def rebuild(cur: duckdb.DuckDBPyConnection) -> int:
-    """Derive node_signals again from every batch of its sources; the rows it now holds."""
+    """Derive node_signals again from every batch of its sources, and the thermal residuals
+    from the hourly tier (warehouse/faults/thermal.py); the rows it now holds."""
+    from warehouse.faults import thermal
+
     cur.execute("DELETE FROM node_signals")
     batches = cur.execute(
         "SELECT DISTINCT batch_id FROM node_faults UNION SELECT DISTINCT batch_id FROM jobs "
@@ -45,5 +49,6 @@ def rebuild(cur: duckdb.DuckDBPyConnection) -> int:
     for (batch_id,) in batches:
         if batch_id is not None:
             cur.execute(_insert_sql(), {"batch_id": batch_id})
+    thermal.derive(cur, again=True)
     found = cur.execute("SELECT count(*) FROM node_signals").fetchone()
     return int(found[0]) if found else 0

@@ -10,8 +10,9 @@ import duckdb
 
 #: The dynamic tables of the score, sources first.
 TABLES = ("node_risk_fleet", "node_risk_settings", "node_risk")
-_COLUMNS = ("node", "score", "state", "history_ratio", "precursor", "faults", "drains",
-            "node_fails", "gpu_failures", "precursors", "last_signal_at")  # fmt: skip
+_COLUMNS = ("node", "score", "state", "history_ratio", "precursor", "growth", "faults", "drains",
+            "node_fails", "gpu_failures", "precursors", "sbe_recent", "nvlink_recent",
+            "pcie_replay_recent", "last_signal_at")  # fmt: skip
 
 
 def present(cur: duckdb.DuckDBPyConnection, name: str = "node_risk") -> bool:
@@ -101,15 +102,24 @@ def render(risk: dict[str, Any], limit: int = 20) -> list[str]:
     ]
     if risk["nodes"]:
         lines.append(
-            f"{'risk':<8} {'host':<38} {'score':>7} {'history':>8} {'precursor':>9}  evidence"
+            f"{'risk':<8} {'host':<38} {'score':>7} {'history':>8} {'precursor':>9} "
+            f"{'growth':>7}  evidence"
         )
     for node in risk["nodes"][:limit]:
         evidence = (
             f"{node['faults']} faults, {node['drains']} drains, {node['node_fails']} NODE_FAIL, "
             f"{node['gpu_failures']} GPU failures, {node['precursors']} precursors"
         )
+        recent = [
+            f"{node[f'{kind}_recent']} {name}"
+            for kind, name in (("sbe", "SBE"), ("nvlink", "NVLink"), ("pcie_replay", "PCIe replay"))
+            if node[f"{kind}_recent"]
+        ]
+        if recent:
+            evidence += f" ({', '.join(recent)} increases in the last growth_recent_h)"
         lines.append(
             f"{node['state']:<8} {node['node']:<38} {node['score']:>7.2f} "
-            f"{node['history_ratio']:>8.2f} {node['precursor']:>9.2f}  {evidence}"
+            f"{node['history_ratio']:>8.2f} {node['precursor']:>9.2f} {node['growth']:>7.2f}  "
+            f"{evidence}"
         )
     return lines

@@ -36,12 +36,11 @@ DUCKDB_ONLY = {
     "idle_gpu_jobs": "wanka.efficiency_rules",
     "stragglers": "job_gpus is a view",
     "step_time_changes": "job_gpus is a view",
-    # fault history is not exported to the lake (yet)
+    # node_faults is in the lake; the fleet's rate (fleet_fault_rate) reads wanka's own tables
     **{
         name: "which the lake does not carry"
         for name in (
             "fault_rates",
-            "fault_repair_times",
             "fault_repeat",
             "fault_weibull",
             "checkpoint_advice",

@@ -45,6 +45,39 @@ def faults_csv(folder: Path, name: str, faults: Sequence[tuple[str, float, str]]
     return str(path)
 
 
+METRIC = {
+    "sbe": "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+    "nvlink": "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "pcie_replay": "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+}
+
+
+def dcgm_text(
+    folder: Path,
+    name: str,
+    increases: Sequence[tuple[str, int, float, str]],
+    counts: dict[tuple[str, int, str], int],
+) -> str:
+    """dcgm-exporter text: each (host, gpu, days after T0, kind) an increase of the kind's
+    counter by one, as a sample a second before (the count so far) and one at it; `counts`
+    carries each counter's value from file to file."""
+    lines: dict[str, list[str]] = {m: [] for m in METRIC.values()}
+    for host, gpu, day, kind in sorted(increases, key=lambda e: e[2]):
+        metric = METRIC[kind]
+        labels = f'{{gpu="{gpu}",UUID="GPU-{host}-{gpu}",Hostname="{host}"}}'
+        at_ms = round((T0 + day * DAY) * 1000)
+        before = counts.get((host, gpu, kind), 0)
+        counts[(host, gpu, kind)] = before + 1
+        lines[metric] += [f"{metric}{labels} {before} {at_ms - 1000}",
+                          f"{metric}{labels} {before + 1} {at_ms}"]  # fmt: skip
+    path = folder / name
+    with path.open("w") as handle:
+        for metric, samples in lines.items():
+            if samples:
+                handle.write(f"# TYPE {metric} counter\n" + "\n".join(samples) + "\n")
+    return str(path)
+
+
 def rounded(cur: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[object, ...]]:
     out = [
         tuple(float(f"{v:.9g}") if isinstance(v, float) and math.isfinite(v) else v for v in r)
@@ -54,7 +87,7 @@ def rounded(cur: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[object, ...]
 
 
 def same_as_full(cur: duckdb.DuckDBPyConnection) -> None:
-    for name in risk.TABLES:
+    for name in (*risk.TABLES, "gpu_risk"):
         [(query,)] = cur.execute(
             "SELECT definition FROM wanka.dynamic_tables WHERE name = ?", [name]
         ).fetchall()
@@ -123,10 +156,33 @@ _step = st.one_of(
     ),
     st.tuples(
         st.just("setting"),
-        st.sampled_from(["w_fault", "history_half_life_d", "prior_strength", "watch_score"]),
+        st.sampled_from(
+            [
+                "w_fault",
+                "history_half_life_d",
+                "prior_strength",
+                "watch_score",
+                "growth_recent_h",
+                "growth_trailing_d",
+                "w_sbe_growth",
+            ]
+        ),
         st.floats(0.5, 40),
     ),
     st.tuples(st.just("delete"), st.sampled_from(["a", "b", "c", "d"])),
+    st.tuples(
+        st.just("telemetry"),
+        st.lists(  # increases of a GPU's counters, for the growth terms
+            st.tuples(
+                st.sampled_from(["a", "b"]),
+                st.integers(0, 1),
+                st.floats(0, 60),
+                st.sampled_from(["sbe", "nvlink", "pcie_replay"]),
+            ),
+            min_size=1,
+            max_size=12,
+        ),
+    ),
 )
 
 
@@ -139,11 +195,16 @@ _step = st.one_of(
 def test_incremental_refresh_equals_full_recompute(
     warehouses: Warehouses, tmp_path: Path, steps: list[tuple[object, ...]]
 ) -> None:
+    counts: dict[tuple[str, int, str], int] = {}
     with shipped(warehouses) as eng:
         cur = eng.cursor()
         try:
             for number, step in enumerate(steps):
-                if step[0] == "faults":
+                if step[0] == "telemetry":
+                    increases = step[1]
+                    assert isinstance(increases, list)
+                    ingest(eng, "dcgm", [dcgm_text(tmp_path, f"d{number}.prom", increases, counts)])
+                elif step[0] == "faults":
                     faults = step[1]
                     assert isinstance(faults, list)
                     ingest(eng, "faults", [faults_csv(tmp_path, f"f{number}.csv", faults)])
@@ -153,10 +214,10 @@ def test_incremental_refresh_equals_full_recompute(
                     )
                 else:
                     cur.execute("DELETE FROM node_signals WHERE node = ?", [step[1]])
-                for name in risk.TABLES:
+                for name in (*risk.TABLES, "gpu_risk"):
                     result = refresh(cur, name)
                     assert result.state == "succeeded"
-                    if name == "node_risk":
+                    if name in ("node_risk", "gpu_risk"):
                         assert result.refresh_mode in ("incremental", "no_data"), result.reason
                 same_as_full(cur)
         finally:

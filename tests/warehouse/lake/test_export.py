@@ -7,7 +7,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests.warehouse.faults.test_node_risk import faults_csv, shipped
+from tests.warehouses import Warehouses
 from warehouse.engines.duck import DuckLakeEngine
+from warehouse.health import risk
+from warehouse.ingest import ingest
 from warehouse.kernel.engine import Engine
 from warehouse.lake import export as export_module
 from warehouse.lake.delta import LakeTable
@@ -144,3 +148,25 @@ def test_an_export_killed_half_way_reruns_cleanly(
         assert rerun["nodes"] == "merge"
         same_as_warehouse(engine, lake, ["gpu_metrics", "nodes"])
         cur.close()
+
+
+def test_fault_history_and_risk_reach_the_lake(warehouses: Warehouses, tmp_path: Path) -> None:
+    """node_faults is exported as the other base tables are (appended batch by batch), and the
+    risk tables node_risk and gpu_risk as DuckDB last refreshed them."""
+    lake = tmp_path / "lake"
+    with shipped(warehouses) as engine:
+        ingest(
+            engine, "faults", [faults_csv(tmp_path, "a.csv", [("n1", 1, "GPU"), ("n2", 3, "NIC")])]
+        )
+        cur = engine.cursor()
+        risk.refresh(cur)
+        first = ops(export_lake(engine, lake))
+        assert (first["node_faults"], first["node_risk"], first["gpu_risk"]) == (
+            "create", "overwrite", "overwrite"
+        )  # fmt: skip
+        ingest(engine, "faults", [faults_csv(tmp_path, "b.csv", [("n1", 9, "GPU")])])
+        risk.refresh(cur)
+        cur.close()
+        again = ops(export_lake(engine, lake))
+        assert (again["node_faults"], again["node_risk"]) == ("append", "overwrite")
+        same_as_warehouse(engine, lake, ["node_faults", "node_risk"])
