@@ -246,11 +246,17 @@ def assemble(
     )
     table = fresh
     if held:
-        # a staleness marker is stored by metric and labels: its series keeps those two
+        # a staleness marker is stored by metric and labels: its series keeps those two; the
+        # GPU events of the batch read every series' metric and GPU (warehouse/tsdb/events.py)
         ending = set(stale[0])
         named = {
-            name: pa.array([getattr(series[i], name) if i in ending else None for i in held], kind)
-            for name, kind in (("metric", pa.string()), ("all_labels", pa.string()))
+            "all_labels": pa.array(
+                [series[i].all_labels if i in ending else None for i in held], pa.string()
+            ),
+            **{
+                name: pa.array([series[i].columns[k] for i in held], _SERIES[name])
+                for k, name in enumerate(("metric", "host", "gpu", "uuid"))
+            },
         }
         stored = pa.table(
             {
