@@ -48,7 +48,7 @@ ENABLED = True
 #: in each of a few arrays.
 MAX_CELLS = 8_000_000
 #: Blocks fetched and decoded at a time (their compressed bytes held meanwhile).
-BLOCKS_AT_ONCE = 8
+BLOCKS_AT_ONCE = 16
 AGGREGATES = frozenset({"sum", "avg", "min", "max", "count"})
 OVER_TIME = frozenset(
     {"sum_over_time", "avg_over_time", "min_over_time", "max_over_time", "count_over_time"}
@@ -168,9 +168,10 @@ def _window(native: Native) -> tuple[int, int]:
     return g.start_ms - shape.offset_ms - reach, g.end_ms - shape.offset_ms
 
 
-def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray, int]:
+def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray, list[int]]:
     """The selected series' ids (sorted), their groups' labels JSON and group index, and
-    the samples the blocks of the window hold (from their statistics)."""
+    the blocks of the metric the window's statistics keep (refused, before any is read, when
+    they hold more than `cold_scan.BUDGET` samples)."""
     shape = native.shape
     groups = [list(group) for group in shape.groups]
     lo, hi = _window(native)
@@ -188,14 +189,16 @@ def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray
         f"  (SELECT count(*) FROM wanka.stale_markers WHERE metric = {metric} AND {window})"
         f" AS marks,\n"
         f"  (SELECT coalesce(sum(samples), 0) FROM {BLOCKS} WHERE metric = {metric}"
-        f" AND ts_max >= {_ts(lo)} AND ts_min <= {_ts(hi)}) AS held\n"
+        f" AND ts_max >= {_ts(lo)} AND ts_min <= {_ts(hi)}) AS held,\n"
+        f"  (SELECT list(block_id ORDER BY block_id) FROM {BLOCKS} WHERE metric = {metric}"
+        f" AND ts_max >= {_ts(lo)} AND ts_min <= {_ts(hi)}) AS kept\n"
         f"FROM {SERIES} r\n"
         f"WHERE r.metric = {metric} AND ({source._gpu_wanted(groups)})\n"
         f"ORDER BY r.series_id"
     )
     if not table.num_rows:
         raise Fallback  # none here; prom_samples may hold some
-    prom, marks, held = (table[c][0].as_py() for c in ("prom", "marks", "held"))
+    prom, marks, held, kept = (table[c][0].as_py() for c in ("prom", "marks", "held", "kept"))
     if prom or marks or held > cold_scan.BUDGET:
         raise Fallback
     sids = table["sid"].to_numpy().astype(np.int64)
@@ -204,7 +207,7 @@ def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray
         names = sorted(set(shape.labels))
         found = [_json({n: v for n, v in zip(names, vs, strict=True) if v}) for vs in found]
     keys, index = np.unique(np.asarray(found, dtype=object), return_inverse=True)
-    return sids, [str(k) for k in keys], index.astype(np.int64), int(held)
+    return sids, [str(k) for k in keys], index.astype(np.int64), kept or []
 
 
 def _json(labels: dict[str, str]) -> str:
@@ -214,18 +217,16 @@ def _json(labels: dict[str, str]) -> str:
 Part = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # rank per run, runs, ts µs, v
 
 
-def _parts(native: Native, run: Run, sids: np.ndarray, check: Callable[[], None]) -> Any:
+def _parts(
+    native: Native, run: Run, sids: np.ndarray, ids: list[int], check: Callable[[], None]
+) -> Any:
     """The selected series' samples of the window, block by block, then the hot ones: each
     as (rank of each run's series, run lengths, times in µs, values), runs in series order."""
     shape = native.shape
     lo, hi = _window(native)
     rank_of = np.full(int(sids[-1]) + 2, -1, dtype=np.int64)
     rank_of[sids] = np.arange(len(sids))
-    kept = (
-        f"FROM {BLOCKS} WHERE metric = {text(shape.metric)} AND ts_max >= {_ts(lo)} "
-        f"AND ts_min <= {_ts(hi)} AND series_hi >= {int(sids[0])} AND series_lo <= {int(sids[-1])}"
-    )
-    ids = run(f"SELECT block_id {kept} ORDER BY block_id")["block_id"].to_pylist()
+    kept = f"FROM {BLOCKS} WHERE metric = {text(shape.metric)}"
     for at in range(0, len(ids), BLOCKS_AT_ONCE):
         check()
         chosen = ", ".join(str(i) for i in ids[at : at + BLOCKS_AT_ONCE])
@@ -242,14 +243,16 @@ def _parts(native: Native, run: Run, sids: np.ndarray, check: Callable[[], None]
     hot = run(
         f"SELECT s.series_id AS sid, epoch_us(s.ts) AS ts, s.value AS v FROM {HOT} s\n"
         f"WHERE s.ts BETWEEN {_ts(lo)} AND {_ts(hi)} AND s.series_id IN (\n"
-        f"  SELECT r.series_id FROM {SERIES} r WHERE r.metric = {text(shape.metric)}\n"
-        f"  AND ({source._gpu_wanted([list(g) for g in shape.groups])}))\n"
+        f"  SELECT series_id FROM {SERIES} WHERE metric = {text(shape.metric)})\n"
     )
     if hot.num_rows:
         if hot["v"].null_count:
             raise Fallback
-        hid = rank_of[hot["sid"].to_numpy().astype(np.int64)]
-        ts, values = hot["ts"].to_numpy(), hot["v"].to_numpy()
+        hid = rank_of[np.minimum(hot["sid"].to_numpy().astype(np.int64), len(rank_of) - 1)]
+        chosen = hid >= 0  # of the metric's series, those the matchers select
+        hid, ts, values = hid[chosen], hot["ts"].to_numpy()[chosen], hot["v"].to_numpy()[chosen]
+        if not len(hid):
+            return
         since = ts - lo * 1000
         if int(since.max()) < 1 << 42:  # by series, then time: a radix sort of one key
             order = np.argsort((hid << 42) + since, kind="stable")
@@ -270,30 +273,42 @@ def _bucket_of(native: Native, ts: np.ndarray) -> np.ndarray:
 
 
 def _instants(native: Native, parts: Any, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """(value, present) per series and step: the latest sample within the lookback."""
+    """(value, present) per series and step: the latest sample within the lookback. Each part's
+    latest sample at or before each step it can reach is found by a binary search of the
+    step's time in its series' run (samples x 2 operations, then (series x steps) searches),
+    and the newest of the parts' is kept."""
     g = native.grid
     n = g.last + 1
+    step = g.step_ms * 1000
+    first = (g.start_ms - native.shape.offset_ms) * 1000
+    lookback = native.lookback_ms * 1000
     times = np.full(count * n, _NO_TIME, dtype=np.int64)
     values = np.zeros(count * n)
     for ranks, runs, ts, v in parts:
-        k = _bucket_of(native, ts)
-        np.clip(k, 0, n, out=k)  # n: after the last step
-        idx = np.repeat(ranks * (n + 1), runs) + k
-        last = np.flatnonzero(np.diff(idx, append=-1))  # each bucket's latest sample
-        idx, lt, lv = idx[last], ts[last], v[last]
-        inside = (idx % (n + 1) < n) & (idx >= 0)
-        idx, lt, lv = idx[inside], lt[inside], lv[inside]
-        idx -= idx // (n + 1)
-        newer = lt > times[idx]
-        times[idx[newer]] = lt[newer]
-        values[idx[newer]] = lv[newer]
-    at = np.where(times.reshape(count, n) != _NO_TIME, np.arange(n, dtype=np.int64), -1)
-    np.maximum.accumulate(at, axis=1, out=at)
-    flat = np.maximum(at, 0) + (np.arange(count, dtype=np.int64) * n)[:, None]
-    latest = times.ravel()[flat]
-    step_us = (g.start_ms - native.shape.offset_ms + np.arange(n) * g.step_ms) * 1000
-    present = (at >= 0) & (latest >= step_us - native.lookback_ms * 1000)
-    return values.ravel()[flat], present
+        if not len(ts):
+            continue
+        ends = np.cumsum(runs)
+        lo, hi = int(ts[ends - runs].min()), int(ts[ends - 1].max())  # each run is in order
+        k_lo = max(0, -((first - lo) // step))  # the steps whose lookback meets the part
+        k_hi = min(n - 1, (hi + lookback - first) // step)
+        if k_lo > k_hi:
+            continue
+        span = hi - lo + 1
+        key = ts + np.repeat(np.arange(len(runs), dtype=np.int64) * span - lo, runs)
+        reach = np.minimum(first + np.arange(k_lo, k_hi + 1, dtype=np.int64) * step - lo, span - 1)
+        asked = (np.arange(len(runs), dtype=np.int64) * span)[:, None] + reach[None, :]
+        hits = np.searchsorted(key, asked.ravel(), side="right").reshape(asked.shape) - 1
+        found = (hits >= (ends - runs)[:, None]) & (ranks >= 0)[:, None]
+        rows, cols = np.nonzero(found)
+        at = hits[rows, cols]
+        cell = ranks[rows] * n + k_lo + cols
+        newer = ts[at] > times[cell]
+        times[cell[newer]] = ts[at[newer]]
+        values[cell[newer]] = v[at[newer]]
+    latest = times.reshape(count, n)
+    step_us = first + np.arange(n, dtype=np.int64) * step
+    present = (latest != _NO_TIME) & (latest >= step_us - lookback)
+    return values.reshape(count, n), present
 
 
 def _slide(a: np.ndarray, m: int, n: int, op: Any) -> np.ndarray:
@@ -399,11 +414,11 @@ def _aggregate(op: str, values: np.ndarray, present: np.ndarray, group: np.ndarr
 def _answer(native: Native, run: Run, check: Callable[[], None], max_series: int | None) -> bytes:
     g, shape = native.grid, native.shape
     n = g.last + 1
-    sids, keys, group, _held = _series(native, run)
+    sids, keys, group, kept = _series(native, run)
     m = shape.range_ms // g.step_ms if shape.function else 0
     if len(sids) * (n + m) > MAX_CELLS:
         raise Fallback
-    parts = _parts(native, run, sids, check)
+    parts = _parts(native, run, sids, kept, check)
     with np.errstate(invalid="ignore", over="ignore"):  # Inf - Inf is NaN, as in SQL
         if shape.function is None:
             values, present = _instants(native, parts, len(sids))
