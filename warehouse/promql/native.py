@@ -6,13 +6,14 @@ one gpu_series metric. The SQL route scans and joins every sample of the window 
 (~1.4M for a day of 1,000 GPUs at 60 s: ~0.1 s); here DuckDB gives the series (and their group
 labels), the compressed blocks the statistics keep and the hot samples, and numpy does the rest:
 
-1. each series' samples go to the step buckets (t_{k-1} - offset, t_k - offset], sample by
-   sample in block order (a block holds whole series runs ordered by time, so a bucket's
-   samples are contiguous): per bucket its latest sample (instants), or its count, sum, min
-   and max, the samples exactly on a step kept apart (the closed left end of a window);
-2. instants: each step's point is the latest bucket at or before it whose sample lies within
-   the lookback (a forward fill along the steps); windows of m steps: m buckets plus the
-   samples on the left edge, combined by doubling spans;
+1. instants: in each part (a block, the hot samples) the latest sample at or before each step
+   it can reach is found by a binary search in its series' run (a block holds whole series
+   runs ordered by time), and the newest of the parts' is the step's point if it lies within
+   the lookback;
+2. windows of m steps: each series' samples go to the step buckets (t_{k-1} - offset,
+   t_k - offset] (contiguous in a run, so reduced by `reduceat`): count, sum, min, max, the
+   samples exactly on a step kept apart; a window is m buckets plus the samples on its closed
+   left end, combined by doubling spans;
 3. the series are grouped (sorted by group) and each group reduced along them.
 
 It reads through `run(sql) -> pa.Table`, the caller's session: the reader's role, time limit
@@ -430,7 +431,7 @@ def _answer(native: Native, run: Run, check: Callable[[], None], max_series: int
 
 
 def value_text(value: float) -> str:
-    """As Go's FormatFloat(v, 'f', -1, 64) (`render.value_text`), `repr` where that agrees.
+    """As Go's FormatFloat(v, 'f', -1, 64) (as `render.value_text`), `repr` where that agrees.
 
     >>> [value_text(v) for v in (1.0, -0.0, 2.5, 1e-7, float("nan"), float("-inf"))]
     ['1', '-0', '2.5', '0.0000001', 'NaN', '-Inf']
@@ -439,9 +440,16 @@ def value_text(value: float) -> str:
     if 1e-4 <= magnitude < 1e16 or magnitude == 0:
         found = repr(value)
         return found[:-2] if found.endswith(".0") else found
-    from warehouse.promql import render  # render imports evaluate, which imports this
+    if value != value:
+        return "NaN"
+    if magnitude == float("inf"):
+        return "+Inf" if value > 0 else "-Inf"
+    return str(np.format_float_positional(value, unique=True, trim="-"))
 
-    return render.value_text(value)
+
+def _seconds(ms_: int) -> str:
+    """A time as Prometheus writes it: seconds, a whole number when whole (`render.seconds`)."""
+    return str(ms_ // 1000 if ms_ % 1000 == 0 else ms_ / 1000)
 
 
 def _texts(values: np.ndarray) -> list[str]:
@@ -453,10 +461,8 @@ def _texts(values: np.ndarray) -> list[str]:
 
 
 def _render(native: Native, keys: list[str], found: np.ndarray, exists: np.ndarray) -> bytes:
-    from warehouse.promql import render
-
     g = native.grid
-    times = [str(render.seconds(g.start_ms + k * g.step_ms)) for k in range(g.last + 1)]
+    times = [_seconds(g.start_ms + k * g.step_ms) for k in range(g.last + 1)]
     parts = []
     for i in sorted(range(len(keys)), key=lambda i: keys[i]):
         steps = np.flatnonzero(exists[i])
