@@ -17,15 +17,16 @@ import time
 from importlib import metadata
 from typing import Annotated, Any
 
+import pyarrow as pa
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
 from service.http.auth import current_user
 from service.http.workers import off_loop
 from service.serve.server import Server
-from service.serve.session import QueryTimeout
+from service.serve.session import QueryTimeout, Session
 from warehouse.errors import UserError
-from warehouse.promql import catalog, evaluate, render, times, translate
+from warehouse.promql import catalog, evaluate, native, render, times, translate
 from warehouse.promql.evaluate import Compiled
 from warehouse.promql.plan import PromQLError
 from warehouse.security.policy import Refused
@@ -113,14 +114,24 @@ def run_rows(server: Server, user: User, sql: str, timeout_s: float | None) -> l
     session = server.session(user, face="promql", fmt="json")
     try:
         with session.turn():
-            result = session.run(sql, timeout_s=timeout_s)
-            table = result.reader.read_all()
-            if result.truncated:
+            table, truncated = _table(session, sql, timeout_s)
+            if truncated:
                 raise ApiError(
                     "execution",
-                    f"the answer has more than {result.max_rows:,} series: narrow the selector",
+                    f"the answer has more than {session.max_rows:,} series: narrow the selector",
                     422,
                 )
+    finally:
+        session.close()
+    return list(zip(*(c.to_pylist() for c in table.columns), strict=True))
+
+
+def _table(session: Session, sql: str, timeout_s: float | None) -> tuple[pa.Table, bool]:
+    """`sql`'s rows on `session`, and whether its row cap cut them; errors as the query API
+    words them."""
+    try:
+        result = session.run(sql, timeout_s=timeout_s)
+        return result.reader.read_all(), result.truncated
     except QueryTimeout as error:
         raise ApiError(
             "timeout", f"query timed out in expression evaluation: {error}", 503
@@ -129,9 +140,40 @@ def run_rows(server: Server, user: User, sql: str, timeout_s: float | None) -> l
         raise ApiError("execution", str(error), 403) from None
     except UserError as error:
         raise ApiError("execution", _message(str(error)), 422) from None
+
+
+def _native_answer(
+    server: Server, user: User, compiled: Compiled, timeout_s: float | None
+) -> bytes | None:
+    """The fast path's answer (`warehouse.promql.native`), its statements run in one session
+    of `user` (the same role checks as the SQL route, which reads the same tables), within
+    the same time limit; None where the SQL route must answer."""
+    assert compiled.native is not None
+    session = server.session(user, face="promql")
+    limit_s = min(timeout_s, session.timeout_s) if timeout_s else session.timeout_s
+    deadline = time.monotonic() + limit_s
+
+    def check() -> None:
+        if session.interrupted is not None:
+            raise ApiError("execution", str(session.interrupted), 422)
+        if time.monotonic() > deadline:
+            why = f"the query ran past its time limit of {limit_s:g} s and was stopped"
+            raise ApiError("timeout", f"query timed out in expression evaluation: {why}", 503)
+
+    def tables(sql: str) -> pa.Table:
+        check()
+        table, truncated = _table(session, sql, max(deadline - time.monotonic(), 0.001))
+        if truncated:  # a row cap on every format: the SQL route answers
+            raise native.Fallback
+        return table
+
+    try:
+        with session.turn():
+            return native.answer(
+                compiled.native, tables, check, max_series=server.core.limits.max_rows_json
+            )
     finally:
         session.close()
-    return list(zip(*(c.to_pylist() for c in table.columns), strict=True))
 
 
 def _message(text: str) -> str:
@@ -143,6 +185,10 @@ def _message(text: str) -> str:
 
 
 def _answer(server: Server, user: User, compiled: Compiled, timeout_s: float | None) -> Any:
+    if compiled.native is not None:
+        found = _native_answer(server, user, compiled, timeout_s)
+        if found is not None:
+            return found
     return render.answer(compiled, lambda sql: run_rows(server, user, sql, timeout_s))
 
 

@@ -238,6 +238,11 @@ class Session:
             self.cursor.interrupt()
 
     @property
+    def interrupted(self) -> WankaError | None:
+        """Why the running statement was interrupted (a time limit, a cancel), if it was."""
+        return self._why_interrupted
+
+    @property
     def closed(self) -> bool:
         return self._closed
 

@@ -344,3 +344,27 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
             type=PythonUDFType.ARROW,
             null_handling=FunctionNullHandling.SPECIAL,
         )
+
+
+def decode_samples(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A samples block's series ids and run lengths (one per series run), timestamps (µs) and
+    values, without its batch ids: what an evaluator over arrays reads. A ValueError when a
+    value is NULL (such a block is read through SQL)."""
+    view = memoryview(data)
+    magic, _count, _runs, width = _HEAD.unpack_from(view)
+    if magic != MAGIC or width != len(SAMPLES.columns):
+        raise ValueError(f"not a wanka samples block (starts {bytes(view[:4])!r})")
+    at = _HEAD.size
+    kinds = [_COLUMN.unpack_from(view, at + i * _COLUMN.size) for i in range(width)]
+    at += width * _COLUMN.size
+    sections = []
+    for _ in range(4):  # ids, runs, ts, value
+        (size,) = _LEN.unpack_from(view, at)
+        sections.append(view[at + _LEN.size : at + _LEN.size + size])
+        at += _LEN.size + size
+    runs = _unpack(sections[1], np.uint32)
+    code, has_nulls, k = kinds[1]
+    if has_nulls:
+        raise ValueError("the block has NULL values")
+    values = _unpack_float(code, sections[3], k, runs)
+    return _unpack(sections[0], np.int32), runs, _unpack(sections[2], np.int64), values

@@ -8,10 +8,10 @@ session, so roles, time limits and caps are the SQL faces' own) and the result t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from warehouse.promql import source, translate
+from warehouse.promql import native, source, translate
 from warehouse.promql.context import LOOKBACK_MS, Context, evaluate, ms
 from warehouse.promql.plan import Grid, Plan, PromQLError, Scalar, String, Vector, literal
 
@@ -32,6 +32,8 @@ class Compiled:
     #: A matrix's rows as JSON text made by DuckDB: (labels JSON, the `values` array's
     #: points), so a large answer is not built point by point in Python (`render.data_json`)
     json_sql: str | None = None
+    #: The same query for the fast path over decoded arrays (`native.py`), when it has one
+    native: native.Native | None = None
 
 
 def instant(expression: str, time_ms: int, lookback_ms: int = LOOKBACK_MS) -> Compiled:
@@ -44,7 +46,8 @@ def instant(expression: str, time_ms: int, lookback_ms: int = LOOKBACK_MS) -> Co
     order = _order(tree)
     if order and compiled.kind == "vector":
         return Compiled(compiled.sql.replace("ORDER BY labels", order), "vector", grid)
-    return compiled
+    fast = native.plan(tree, grid, lookback_ms, "vector")
+    return compiled if fast is None else replace(compiled, native=fast)
 
 
 def range_query(
@@ -75,7 +78,8 @@ def range_query(
             f"FROM ({compiled.sql})"
         )
         return Compiled(sql, "matrix", compiled.grid)
-    return Compiled(compiled.sql, "matrix", grid, json_sql=compiled.json_sql)
+    fast = native.plan(tree, grid, lookback_ms, "matrix")
+    return Compiled(compiled.sql, "matrix", grid, json_sql=compiled.json_sql, native=fast)
 
 
 def _compile(tree: Any, grid: Grid, lookback_ms: int) -> Compiled:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from warehouse.promql.evaluate import Compiled
 
@@ -77,9 +78,22 @@ def data_json(rows: Iterable[tuple[str, str]]) -> bytes:
     return ('{"resultType":"matrix","result":[' + ",".join(parts) + "]}").encode()
 
 
-def answer(compiled: Compiled, rows_of: Callable[[str], Iterable[Any]]) -> dict[str, Any] | bytes:
+def answer(
+    compiled: Compiled,
+    rows_of: Callable[[str], Iterable[Any]],
+    tables_of: Callable[[str], pa.Table] | None = None,
+    check: Callable[[], None] = lambda: None,
+) -> dict[str, Any] | bytes:
     """`data` of the answer to `compiled`, `rows_of(sql)` running its SQL: JSON bytes for a
-    matrix of series (DuckDB writes the points), else a dict."""
+    matrix of series (DuckDB writes the points), else a dict. Given `tables_of` (SQL in, Arrow
+    out, in the same session), a query with a fast path (`native.py`) takes it; `check` raises
+    to stop it (a time limit, a cancel)."""
+    if compiled.native is not None and tables_of is not None:
+        from warehouse.promql import native
+
+        found = native.answer(compiled.native, tables_of, check)
+        if found is not None:
+            return found
     if compiled.kind == "matrix" and compiled.json_sql is not None:
         return data_json(rows_of(compiled.json_sql))
     return data(compiled, rows_of(compiled.sql))

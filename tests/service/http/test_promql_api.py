@@ -237,3 +237,37 @@ def test_dashboard_panels_over_http_equal_prometheus(client: TestClient, tmp_pat
             ours = client.get("/api/v1/query", params=instant, auth=READER).json()
             report += ref.differences(ours, prometheus.query("/api/v1/query", instant))
     assert not report, report[:5]
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "sum(DCGM_FI_DEV_POWER_USAGE)",
+        "avg by (Hostname) (avg_over_time(DCGM_FI_DEV_GPU_TEMP[10m]))",
+        "max(DCGM_FI_DEV_GPU_TEMP) by (modelName)",
+        "count without (gpu) (min_over_time(DCGM_FI_DEV_GPU_TEMP[4m] offset 2m))",
+    ],
+)
+def test_the_fast_path_answers_a_reader_as_the_sql_route(
+    client: TestClient, expression: str
+) -> None:
+    """`warehouse.promql.native` runs in the reader's session and answers what SQL answers."""
+    from unittest import mock
+
+    from warehouse.promql import native
+
+    params = {"query": expression, "start": ref.T0 / 1000, "end": ref.T_END / 1000, "step": 120}
+    instant = {"query": expression, "time": AT}
+    fast = client.get("/api/v1/query_range", params=params, auth=READER).json()
+    fast_instant = client.get("/api/v1/query", params=instant, auth=READER).json()
+    with mock.patch.object(native, "ENABLED", False):
+        general = client.get("/api/v1/query_range", params=params, auth=READER).json()
+        general_instant = client.get("/api/v1/query", params=instant, auth=READER).json()
+    assert ok_data(fast)["result"] and not ref.differences(fast, general)
+    assert ok_data(fast_instant)["result"] and not ref.differences(fast_instant, general_instant)
+    assert client.get("/api/v1/query_range", params=params).status_code == 401
+
+
+def ok_data(body: Any) -> Any:
+    assert body["status"] == "success", body
+    return body["data"]

@@ -1,0 +1,482 @@
+"""A fast path for the commonest dashboard shapes, evaluated over decoded arrays, not SQL.
+
+`sum|avg|min|max|count [by|without (labels)] (SELECTOR)` and the same over
+`sum|avg|min|max|count_over_time(SELECTOR[range])` (a range of whole steps), with `offset`, on
+one gpu_series metric. The SQL route scans and joins every sample of the window through DuckDB
+(~1.4M for a day of 1,000 GPUs at 60 s: ~0.1 s); here DuckDB gives the series (and their group
+labels), the compressed blocks the statistics keep and the hot samples, and numpy does the rest:
+
+1. instants: in each part (a block, the hot samples) the latest sample at or before each step
+   it can reach is found by a binary search in its series' run (a block holds whole series
+   runs ordered by time), and the newest of the parts' is the step's point if it lies within
+   the lookback;
+2. windows of m steps: each series' samples go to the step buckets (t_{k-1} - offset,
+   t_k - offset] (contiguous in a run, so reduced by `reduceat`): count, sum, min, max, the
+   samples exactly on a step kept apart; a window is m buckets plus the samples on its closed
+   left end, combined by doubling spans;
+3. the series are grouped (sorted by group) and each group reduced along them.
+
+It reads through `run(sql) -> pa.Table`, the caller's session: the reader's role, time limit
+and row cap are those of the SQL route, which reads the same tables. It answers None, and the
+SQL route runs, for anything it does not do the same way: another shape, `@`, a metric that
+also has prom_samples or staleness markers in the window, NULL values, more samples than
+`cold_scan.BUDGET` or more cells (series x steps) than `MAX_CELLS`. `check()` is called
+between blocks (the time limit, a cancel). Results match the SQL route's up to the order of
+float additions (tests/warehouse/promql/test_native.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from warehouse.kernel import blocks
+from warehouse.promql import source
+from warehouse.promql.context import ms
+from warehouse.promql.labels import without as without_sql
+from warehouse.promql.plan import Grid, text
+from warehouse.tsdb import cold_scan
+from warehouse.tsdb.relations import BLOCKS, HOT, SERIES
+
+#: Off, every query takes the SQL route (the tests compare the two).
+ENABLED = True
+#: The most series x steps (plus a window's steps) the arrays may hold: a few arrays of 8 B
+#: a cell, ~100-150 MB at most, which DuckDB's memory limit does not see (a day of 1,000 GPUs
+#: at 60 s steps is 1.44M cells; more goes the SQL way, within the limit).
+MAX_CELLS = 4_000_000
+#: Blocks fetched and decoded at a time (their compressed bytes held meanwhile).
+BLOCKS_AT_ONCE = 16
+AGGREGATES = frozenset({"sum", "avg", "min", "max", "count"})
+OVER_TIME = frozenset(
+    {"sum_over_time", "avg_over_time", "min_over_time", "max_over_time", "count_over_time"}
+)
+_NO_TIME = np.iinfo(np.int64).min
+
+Run = Callable[[str], pa.Table]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A query the fast path answers: `op` by (or without) `labels` over a selector's
+    instants (`function` None) or `function` over windows of `range_ms`."""
+
+    op: str
+    labels: tuple[str, ...] | None  # None: no grouping
+    without: bool
+    function: str | None
+    range_ms: int
+    offset_ms: int
+    groups: tuple[tuple[tuple[str, str, str], ...], ...]
+    metric: str
+
+
+def _unwrap(node: Any) -> Any:
+    while type(node).__name__ == "ParenExpr":
+        node = node.expr
+    return node
+
+
+def shape_of(tree: Any) -> Shape | None:
+    """The fast path's reading of a parse tree, or None when it is not one of its shapes."""
+    tree = _unwrap(tree)
+    if type(tree).__name__ != "AggregateExpr" or str(tree.op) not in AGGREGATES:
+        return None
+    if tree.param is not None:
+        return None
+    labels: tuple[str, ...] | None = None
+    without = False
+    if tree.modifier is not None:
+        labels = tuple(tree.modifier.labels)
+        without = str(tree.modifier.type).endswith("Without")
+    inner = _unwrap(tree.expr)
+    function, range_ms = None, 0
+    if type(inner).__name__ == "Call":
+        function = inner.func.name
+        if function not in OVER_TIME or len(inner.args) != 1:
+            return None
+        matrix = _unwrap(inner.args[0])
+        if type(matrix).__name__ != "MatrixSelector":
+            return None
+        range_ms, inner = ms(matrix.range), matrix.vector_selector
+        if labels is not None and not without and "__name__" in labels:
+            return None  # the function dropped the name before the grouping
+    if type(inner).__name__ != "VectorSelector" or inner.at is not None:
+        return None
+    groups = source.matchers_of(inner)
+    metric = source.metric_of(groups)
+    if metric is None:
+        return None
+    frozen = tuple(tuple(group) for group in groups)
+    return Shape(str(tree.op), labels, without, function, range_ms, ms(inner.offset), frozen,
+                 metric)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Native:
+    """A shape on a grid: what `answer` evaluates."""
+
+    shape: Shape
+    grid: Grid
+    lookback_ms: int
+    kind: str  # vector (an instant query) | matrix
+
+
+def plan(tree: Any, grid: Grid, lookback_ms: int, kind: str) -> Native | None:
+    """The fast path for `tree` on `grid`, or None."""
+    if not ENABLED:
+        return None
+    shape = shape_of(tree)
+    if shape is None:
+        return None
+    if shape.function is not None:  # windows of whole steps; an instant's is one step
+        if grid.last == 0:
+            grid = Grid(grid.start_ms, grid.start_ms, shape.range_ms)
+        if shape.range_ms <= 0 or shape.range_ms % grid.step_ms:
+            return None
+    return Native(shape, grid, lookback_ms, kind)
+
+
+class Fallback(Exception):
+    """The fast path does not answer this query: the SQL route does (`run` may raise it)."""
+
+
+def answer(
+    native: Native,
+    run: Run,
+    check: Callable[[], None] = lambda: None,
+    max_series: int | None = None,
+) -> bytes | None:
+    """`data` of the answer as JSON bytes, or None when the SQL route must answer (as it
+    must, to refuse it, when the answer has more than `max_series` series)."""
+    try:
+        return _answer(native, run, check, max_series)
+    except Fallback:
+        return None
+
+
+def _ts(ms_: int) -> str:
+    return f"make_timestamptz({ms_ * 1000}::BIGINT)"
+
+
+def _window(native: Native) -> tuple[int, int]:
+    """The sample times read, in ms: [lo, hi]."""
+    g, shape = native.grid, native.shape
+    reach = shape.range_ms if shape.function else native.lookback_ms
+    return g.start_ms - shape.offset_ms - reach, g.end_ms - shape.offset_ms
+
+
+def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray, list[int]]:
+    """The selected series' ids (sorted), their groups' labels JSON and group index, and
+    the blocks of the metric the window's statistics keep (refused, before any is read, when
+    they hold more than `cold_scan.BUDGET` samples)."""
+    shape = native.shape
+    groups = [list(group) for group in shape.groups]
+    lo, hi = _window(native)
+    metric, window = text(shape.metric), f"ts BETWEEN {_ts(lo)} AND {_ts(hi)}"
+    if shape.labels is None:
+        group = "'{}'"
+    elif shape.without:
+        group = f"to_json({without_sql(list(shape.labels), source.GPU_LABELS)})::VARCHAR"
+    else:
+        names = sorted(set(shape.labels))
+        group = "[" + ", ".join(source.gpu_label(n) for n in names) + "]"
+    table = run(
+        f"SELECT r.series_id AS sid, {group} AS g,\n"
+        f"  (SELECT count(*) FROM prom_samples WHERE metric = {metric} AND {window}) AS prom,\n"
+        f"  (SELECT count(*) FROM wanka.stale_markers WHERE metric = {metric} AND {window})"
+        f" AS marks,\n"
+        f"  (SELECT coalesce(sum(samples), 0) FROM {BLOCKS} WHERE metric = {metric}"
+        f" AND ts_max >= {_ts(lo)} AND ts_min <= {_ts(hi)}) AS held,\n"
+        f"  (SELECT list(block_id ORDER BY block_id) FROM {BLOCKS} WHERE metric = {metric}"
+        f" AND ts_max >= {_ts(lo)} AND ts_min <= {_ts(hi)}) AS kept\n"
+        f"FROM {SERIES} r\n"
+        f"WHERE r.metric = {metric} AND ({source._gpu_wanted(groups)})\n"
+        f"ORDER BY r.series_id"
+    )
+    if not table.num_rows:
+        raise Fallback  # none here; prom_samples may hold some
+    prom, marks, held, kept = (table[c][0].as_py() for c in ("prom", "marks", "held", "kept"))
+    if prom or marks or held > cold_scan.BUDGET:
+        raise Fallback
+    sids = table["sid"].to_numpy().astype(np.int64)
+    found = table["g"].to_pylist()
+    if shape.labels is not None and not shape.without:
+        names = sorted(set(shape.labels))
+        found = [tuple(vs) for vs in found]  # a label set is written once per group
+        texts = {vs: _json({n: v for n, v in zip(names, vs, strict=True) if v}) for vs in found}
+        found = [texts[vs] for vs in found]
+    keys, index = np.unique(np.asarray(found, dtype=object), return_inverse=True)
+    return sids, [str(k) for k in keys], index.astype(np.int64), kept or []
+
+
+def _json(labels: dict[str, str]) -> str:
+    return json.dumps(labels, sort_keys=True, separators=(",", ":"))
+
+
+def _parts(
+    native: Native, run: Run, sids: np.ndarray, ids: list[int], check: Callable[[], None]
+) -> Any:
+    """The selected series' samples of the window, block by block, then the hot ones: each
+    as (rank of each run's series, run lengths, times in µs, values), runs in series order."""
+    shape = native.shape
+    lo, hi = _window(native)
+    rank_of = np.full(int(sids[-1]) + 2, -1, dtype=np.int64)
+    rank_of[sids] = np.arange(len(sids))
+    kept = f"FROM {BLOCKS} WHERE metric = {text(shape.metric)}"
+    for at in range(0, len(ids), BLOCKS_AT_ONCE):
+        check()
+        chosen = ", ".join(str(i) for i in ids[at : at + BLOCKS_AT_ONCE])
+        for data in run(f"SELECT data {kept} AND block_id IN ({chosen}) ORDER BY block_id")[
+            "data"
+        ].to_pylist():
+            try:
+                block_ids, runs, ts, values = blocks.decode_samples(data)
+            except ValueError:
+                raise Fallback from None
+            ranks = rank_of[np.minimum(block_ids, len(rank_of) - 1)]
+            yield ranks, runs.astype(np.int64), ts, values
+    check()
+    hot = run(
+        f"SELECT s.series_id AS sid, epoch_us(s.ts) AS ts, s.value AS v FROM {HOT} s\n"
+        f"WHERE s.ts BETWEEN {_ts(lo)} AND {_ts(hi)} AND s.series_id IN (\n"
+        f"  SELECT series_id FROM {SERIES} WHERE metric = {text(shape.metric)})\n"
+    )
+    if hot.num_rows:
+        if hot["v"].null_count:
+            raise Fallback
+        hid = rank_of[np.minimum(hot["sid"].to_numpy().astype(np.int64), len(rank_of) - 1)]
+        chosen = hid >= 0  # of the metric's series, those the matchers select
+        hid, ts, values = hid[chosen], hot["ts"].to_numpy()[chosen], hot["v"].to_numpy()[chosen]
+        if not len(hid):
+            return
+        since = ts - lo * 1000
+        if int(since.max()) < 1 << 42:  # by series, then time: a radix sort of one key
+            order = np.argsort((hid << 42) + since, kind="stable")
+        else:
+            order = np.lexsort((ts, hid))
+        hid, ts, values = hid[order], ts[order], values[order]
+        starts = np.flatnonzero(np.diff(hid, prepend=-1))
+        runs = np.diff(np.append(starts, len(hid)))
+        yield hid[starts], runs, ts, values
+
+
+def _bucket_of(native: Native, ts: np.ndarray) -> np.ndarray:
+    """Each sample's step bucket k: (t_{k-1} - offset, t_k - offset] (ceil), in µs."""
+    g = native.grid
+    step = g.step_ms * 1000
+    first = (g.start_ms - native.shape.offset_ms) * 1000
+    return -((first - ts) // step)
+
+
+def _instants(native: Native, parts: Any, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(value, present) per series and step: the latest sample within the lookback. Each part's
+    latest sample at or before each step it can reach is found by a binary search of the
+    step's time in its series' run (samples x 2 operations, then (series x steps) searches),
+    and the newest of the parts' is kept."""
+    g = native.grid
+    n = g.last + 1
+    step = g.step_ms * 1000
+    first = (g.start_ms - native.shape.offset_ms) * 1000
+    lookback = native.lookback_ms * 1000
+    times = np.full(count * n, _NO_TIME, dtype=np.int64)
+    values = np.zeros(count * n)
+    for ranks, runs, ts, v in parts:
+        if not len(ts):
+            continue
+        ends = np.cumsum(runs)
+        lo, hi = int(ts[ends - runs].min()), int(ts[ends - 1].max())  # each run is in order
+        k_lo = max(0, -((first - lo) // step))  # the steps whose lookback meets the part
+        k_hi = min(n - 1, (hi + lookback - first) // step)
+        if k_lo > k_hi:
+            continue
+        span = hi - lo + 1
+        key = ts + np.repeat(np.arange(len(runs), dtype=np.int64) * span - lo, runs)
+        reach = np.minimum(first + np.arange(k_lo, k_hi + 1, dtype=np.int64) * step - lo, span - 1)
+        asked = (np.arange(len(runs), dtype=np.int64) * span)[:, None] + reach[None, :]
+        hits = np.searchsorted(key, asked.ravel(), side="right").reshape(asked.shape) - 1
+        found = (hits >= (ends - runs)[:, None]) & (ranks >= 0)[:, None]
+        rows, cols = np.nonzero(found)
+        at = hits[rows, cols]
+        cell = ranks[rows] * n + k_lo + cols
+        newer = ts[at] > times[cell]
+        times[cell[newer]] = ts[at[newer]]
+        values[cell[newer]] = v[at[newer]]
+    latest = times.reshape(count, n)
+    step_us = first + np.arange(n, dtype=np.int64) * step
+    present = (latest != _NO_TIME) & (latest >= step_us - lookback)
+    return values.reshape(count, n), present
+
+
+def _slide(a: np.ndarray, m: int, n: int, op: Any) -> np.ndarray:
+    """op over columns k+1 .. k+m of `a` for k in 0..n-1, by spans of doubling width."""
+    result: np.ndarray | None = None
+    at, size, span = 1, 1, a
+    while m:
+        if m & 1:
+            piece = span[:, at : at + n]
+            result = piece.copy() if result is None else op(result, piece)
+            at += size
+        m >>= 1
+        if m:
+            span = op(span[:, :-size], span[:, size:])
+            size *= 2
+    assert result is not None
+    return result
+
+
+def _over_time(native: Native, parts: Any, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(value, present) per series and step of the function over each step's window."""
+    g, shape = native.grid, native.shape
+    n = g.last + 1
+    m = shape.range_ms // g.step_ms
+    width = n + m  # bucket j + m for j in -m .. last
+    fn = shape.function
+    cells = count * width * 2  # [.., 0]: inside the bucket, [.., 1]: on its step
+    extremes = fn in ("min_over_time", "max_over_time")
+    samples = np.zeros(cells, dtype=np.int64)
+    total = np.zeros(cells if fn in ("sum_over_time", "avg_over_time") else 0)
+    numbers = np.zeros(cells if extremes else 0, dtype=np.int64)
+    low = np.full(cells if fn == "min_over_time" else 0, np.inf)
+    high = np.full(cells if fn == "max_over_time" else 0, -np.inf)
+    step = g.step_ms * 1000
+    first = (g.start_ms - shape.offset_ms) * 1000
+    for ranks, runs, ts, v in parts:
+        j = _bucket_of(native, ts) + m
+        edge = (ts - first) % step == 0
+        rank = np.repeat(ranks, runs)
+        idx = (rank * width + j) * 2 + edge
+        keep = (j >= 0) & (j < width) & (rank >= 0)
+        if not keep.all():
+            idx, v = idx[keep], v[keep]
+        if not len(idx):
+            continue
+        starts = np.flatnonzero(np.diff(idx, prepend=-1))
+        cell = idx[starts]
+        samples[cell] += np.diff(np.append(starts, len(idx)))
+        if len(total):
+            total[cell] += np.add.reduceat(v, starts)
+        if extremes:
+            nan = np.isnan(v)
+            numbers[cell] += np.add.reduceat((~nan).astype(np.int64), starts)
+        if len(low):
+            low[cell] = np.minimum(low[cell], np.minimum.reduceat(np.where(nan, np.inf, v), starts))
+        if len(high):
+            high[cell] = np.maximum(
+                high[cell], np.maximum.reduceat(np.where(nan, -np.inf, v), starts)
+            )
+
+    def window(a: np.ndarray, op: Any) -> np.ndarray:
+        cells = a.reshape(count, width, 2)  # window k: buckets k+1 .. k+m, and the edge of k
+        whole = op(cells[:, :, 0], cells[:, :, 1])
+        found: np.ndarray = op(cells[:, :n, 1], _slide(whole, m, n, op))
+        return found
+
+    counted = window(samples, np.add)
+    present = counted > 0
+    if fn == "count_over_time":
+        return counted.astype(np.float64), present
+    if fn == "sum_over_time":
+        return window(total, np.add), present
+    if fn == "avg_over_time":
+        return window(total, np.add) / np.maximum(counted, 1), present
+    found = window(low, np.minimum) if fn == "min_over_time" else window(high, np.maximum)
+    return np.where(window(numbers, np.add) > 0, found, np.nan), present
+
+
+def _aggregate(op: str, values: np.ndarray, present: np.ndarray, group: np.ndarray,
+               groups: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(value, present) per group and step: `op` over the group's series present there."""
+    order = np.argsort(group, kind="stable")
+    starts = np.flatnonzero(np.diff(group[order], prepend=-1))
+    values, present = values[order], present[order]
+    count = np.add.reduceat(present.astype(np.int64), starts, axis=0)
+    if op == "count":
+        found = count.astype(np.float64)
+    elif op in ("sum", "avg"):
+        found = np.add.reduceat(np.where(present, values, 0.0), starts, axis=0)
+        if op == "avg":
+            found = found / np.maximum(count, 1)
+    else:  # NaN only when every value is NaN, as Prometheus compares
+        number = present & ~np.isnan(values)
+        numbers = np.add.reduceat(number.astype(np.int64), starts, axis=0)
+        if op == "min":
+            best = np.minimum.reduceat(np.where(number, values, np.inf), starts, axis=0)
+        else:
+            best = np.maximum.reduceat(np.where(number, values, -np.inf), starts, axis=0)
+        found = np.where(numbers > 0, best, np.nan)
+    return found, count > 0
+
+
+def _answer(native: Native, run: Run, check: Callable[[], None], max_series: int | None) -> bytes:
+    g, shape = native.grid, native.shape
+    n = g.last + 1
+    sids, keys, group, kept = _series(native, run)
+    m = shape.range_ms // g.step_ms if shape.function else 0
+    if len(sids) * (n + m) > MAX_CELLS:
+        raise Fallback
+    parts = _parts(native, run, sids, kept, check)
+    with np.errstate(invalid="ignore", over="ignore"):  # Inf - Inf is NaN, as in SQL
+        if shape.function is None:
+            values, present = _instants(native, parts, len(sids))
+        else:
+            values, present = _over_time(native, parts, len(sids))
+        check()
+        found, exists = _aggregate(shape.op, values, present, group, len(keys))
+    if max_series is not None and int(exists.any(axis=1).sum()) > max_series:
+        raise Fallback
+    return _render(native, keys, found, exists)
+
+
+def value_text(value: float) -> str:
+    """As Go's FormatFloat(v, 'f', -1, 64) (as `render.value_text`), `repr` where that agrees.
+
+    >>> [value_text(v) for v in (1.0, -0.0, 2.5, 1e-7, float("nan"), float("-inf"))]
+    ['1', '-0', '2.5', '0.0000001', 'NaN', '-Inf']
+    """
+    magnitude = abs(value)
+    if 1e-4 <= magnitude < 1e16 or magnitude == 0:
+        found = repr(value)
+        return found[:-2] if found.endswith(".0") else found
+    if value != value:
+        return "NaN"
+    if magnitude == float("inf"):
+        return "+Inf" if value > 0 else "-Inf"
+    return str(np.format_float_positional(value, unique=True, trim="-"))
+
+
+def _seconds(ms_: int) -> str:
+    """A time as Prometheus writes it: seconds, a whole number when whole (`render.seconds`)."""
+    return str(ms_ // 1000 if ms_ % 1000 == 0 else ms_ / 1000)
+
+
+def _texts(values: np.ndarray) -> list[str]:
+    """The values as `value_text` writes them; `repr` at once where every one agrees."""
+    magnitude = np.abs(values)
+    if np.all(((magnitude >= 1e-4) & (magnitude < 1e16)) | (values == 0)):
+        return [t[:-2] if t.endswith(".0") else t for t in map(repr, values.tolist())]
+    return [value_text(v) for v in values.tolist()]
+
+
+def _render(native: Native, keys: list[str], found: np.ndarray, exists: np.ndarray) -> bytes:
+    g = native.grid
+    times = [_seconds(g.start_ms + k * g.step_ms) for k in range(g.last + 1)]
+    parts = []
+    for i in sorted(range(len(keys)), key=lambda i: keys[i]):
+        steps = np.flatnonzero(exists[i])
+        if not len(steps):
+            continue
+        texts = _texts(found[i, steps])
+        if native.kind == "vector":
+            parts.append(f'{{"metric":{keys[i]},"value":[{times[0]},"{texts[0]}"]}}')
+        else:
+            points = ",".join(
+                f'[{times[k]},"{v}"]' for k, v in zip(steps.tolist(), texts, strict=True)
+            )
+            parts.append(f'{{"metric":{keys[i]},"values":[{points}]}}')
+    body = ",".join(parts)
+    return f'{{"resultType":"{native.kind}","result":[{body}]}}'.encode()
