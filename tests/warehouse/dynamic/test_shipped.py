@@ -130,3 +130,64 @@ def test_a_host_moved_to_another_cluster_moves_its_energy(
         assert row["reason"].startswith("nodes changed: the groups it touches are found only")
         same_rows(cur, "energy_cluster_daily")
         cur.close()
+
+
+def _upgraded_copy(demo: Path, tmp_path: Path) -> Engine:
+    copy = tmp_path / "older.duckdb"
+    copy.write_bytes(demo.read_bytes())
+    return Engine(str(copy))
+
+
+def test_a_changed_shipped_file_is_made_again_with_the_shipped_tables_that_read_it(
+    demo: Path, tmp_path: Path
+) -> None:
+    """As after an upgrade whose node_risk_settings.sql changed: it and its readers are
+    dropped and created from the new files, equal to their queries; once only."""
+    from warehouse.dynamic import catalog
+    from warehouse.dynamic.shipped import ensure_shipped, source_md5
+
+    with _upgraded_copy(demo, tmp_path) as eng:
+        cur = eng.cursor()
+        cur.execute(
+            "UPDATE wanka.shipped_tables SET source_md5 = 'older' WHERE name = 'node_risk_settings'"
+        )
+        readers, stack = {"node_risk_settings"}, ["node_risk_settings"]
+        while stack:
+            for reader in catalog.consumers(cur, stack.pop()):
+                readers.add(reader)
+                stack.append(reader)
+        assert {"node_risk", "gpu_risk"} <= readers
+        assert set(ensure_shipped(eng)) == readers
+        for name in readers:
+            same_rows(cur, name)
+        recorded = dict(cur.execute("SELECT name, source_md5 FROM wanka.shipped_tables").fetchall())
+        assert all(recorded[p.stem] == source_md5(p) for p in shipped_folder().glob("*.sql"))
+        assert ensure_shipped(eng) == []
+
+
+def test_a_table_given_before_versions_is_replaced_only_when_its_columns_differ(
+    demo: Path, tmp_path: Path
+) -> None:
+    """A warehouse of a wanka before versions were recorded: gpu_risk with an older shape is
+    made again from the file; the others, with the columns their files give, keep their rows
+    and get their version; one a person dropped stays dropped."""
+    from warehouse.dynamic import catalog
+    from warehouse.dynamic.shipped import ensure_shipped
+
+    with _upgraded_copy(demo, tmp_path) as eng:
+        cur = eng.cursor()
+        execute(cur, "DROP DYNAMIC TABLE gpu_risk").read_all()
+        execute(
+            cur,
+            "CREATE DYNAMIC TABLE gpu_risk WITH (freshness = '5 minutes') AS "
+            "SELECT node, gpu, count(*) AS precursors FROM node_signals GROUP BY node, gpu",
+        ).read_all()
+        execute(cur, "DROP DYNAMIC TABLE xid_errors_by_model").read_all()
+        cur.execute("UPDATE wanka.shipped_tables SET source_md5 = NULL")
+        assert ensure_shipped(eng) == ["gpu_risk"]
+        assert "growth" in [c[0] for c in cur.execute("SELECT * FROM gpu_risk LIMIT 0").description]
+        assert "xid_errors_by_model" not in catalog.names(cur)
+        [(unset,)] = cur.execute(
+            "SELECT count(*) FROM wanka.shipped_tables WHERE source_md5 IS NULL"
+        ).fetchall()
+        assert unset == 0 and ensure_shipped(eng) == []
