@@ -40,7 +40,7 @@ def _template(name: str) -> str:
 def events_sql(batches: str, fresh: str, scan: bool = True) -> str:
     """The SELECT of the events the batches `batches` (a SQL list of ids) show, from their
     samples of event fields in table `fresh` (`samples_sql`); `scan`: whether some GPU and
-    field needs the stored samples for the sample before (`unknown_sql`)."""
+    field needs the stored samples for the sample before (sql/health/gpu_event_unknown.sql)."""
     return _template("gpu_events").format(
         batches=batches,
         fresh=fresh,
