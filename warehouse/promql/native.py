@@ -36,10 +36,11 @@ import numpy as np
 import pyarrow as pa
 
 from warehouse.kernel import blocks
-from warehouse.promql import source
+from warehouse.promql import native_steps, source
 from warehouse.promql.context import ms
 from warehouse.promql.labels import without as without_sql
 from warehouse.promql.plan import Grid, text
+from warehouse.promql.text import seconds_text, values_text
 from warehouse.tsdb import cold_scan
 from warehouse.tsdb.relations import BLOCKS, HOT, SERIES
 
@@ -55,7 +56,6 @@ AGGREGATES = frozenset({"sum", "avg", "min", "max", "count"})
 OVER_TIME = frozenset(
     {"sum_over_time", "avg_over_time", "min_over_time", "max_over_time", "count_over_time"}
 )
-_NO_TIME = np.iinfo(np.int64).min
 
 Run = Callable[[str], pa.Table]
 
@@ -265,153 +265,6 @@ def _parts(
         yield hid[starts], runs, ts, values
 
 
-def _bucket_of(native: Native, ts: np.ndarray) -> np.ndarray:
-    """Each sample's step bucket k: (t_{k-1} - offset, t_k - offset] (ceil), in µs."""
-    g = native.grid
-    step = g.step_ms * 1000
-    first = (g.start_ms - native.shape.offset_ms) * 1000
-    return -((first - ts) // step)
-
-
-def _instants(native: Native, parts: Any, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """(value, present) per series and step: the latest sample within the lookback. Each part's
-    latest sample at or before each step it can reach is found by a binary search of the
-    step's time in its series' run (samples x 2 operations, then (series x steps) searches),
-    and the newest of the parts' is kept."""
-    g = native.grid
-    n = g.last + 1
-    step = g.step_ms * 1000
-    first = (g.start_ms - native.shape.offset_ms) * 1000
-    lookback = native.lookback_ms * 1000
-    times = np.full(count * n, _NO_TIME, dtype=np.int64)
-    values = np.zeros(count * n)
-    for ranks, runs, ts, v in parts:
-        if not len(ts):
-            continue
-        ends = np.cumsum(runs)
-        lo, hi = int(ts[ends - runs].min()), int(ts[ends - 1].max())  # each run is in order
-        k_lo = max(0, -((first - lo) // step))  # the steps whose lookback meets the part
-        k_hi = min(n - 1, (hi + lookback - first) // step)
-        if k_lo > k_hi:
-            continue
-        span = hi - lo + 1
-        key = ts + np.repeat(np.arange(len(runs), dtype=np.int64) * span - lo, runs)
-        reach = np.minimum(first + np.arange(k_lo, k_hi + 1, dtype=np.int64) * step - lo, span - 1)
-        asked = (np.arange(len(runs), dtype=np.int64) * span)[:, None] + reach[None, :]
-        hits = np.searchsorted(key, asked.ravel(), side="right").reshape(asked.shape) - 1
-        found = (hits >= (ends - runs)[:, None]) & (ranks >= 0)[:, None]
-        rows, cols = np.nonzero(found)
-        at = hits[rows, cols]
-        cell = ranks[rows] * n + k_lo + cols
-        newer = ts[at] > times[cell]
-        times[cell[newer]] = ts[at[newer]]
-        values[cell[newer]] = v[at[newer]]
-    latest = times.reshape(count, n)
-    step_us = first + np.arange(n, dtype=np.int64) * step
-    present = (latest != _NO_TIME) & (latest >= step_us - lookback)
-    return values.reshape(count, n), present
-
-
-def _slide(a: np.ndarray, m: int, n: int, op: Any) -> np.ndarray:
-    """op over columns k+1 .. k+m of `a` for k in 0..n-1, by spans of doubling width."""
-    result: np.ndarray | None = None
-    at, size, span = 1, 1, a
-    while m:
-        if m & 1:
-            piece = span[:, at : at + n]
-            result = piece.copy() if result is None else op(result, piece)
-            at += size
-        m >>= 1
-        if m:
-            span = op(span[:, :-size], span[:, size:])
-            size *= 2
-    assert result is not None
-    return result
-
-
-def _over_time(native: Native, parts: Any, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """(value, present) per series and step of the function over each step's window."""
-    g, shape = native.grid, native.shape
-    n = g.last + 1
-    m = shape.range_ms // g.step_ms
-    width = n + m  # bucket j + m for j in -m .. last
-    fn = shape.function
-    cells = count * width * 2  # [.., 0]: inside the bucket, [.., 1]: on its step
-    extremes = fn in ("min_over_time", "max_over_time")
-    samples = np.zeros(cells, dtype=np.int64)
-    total = np.zeros(cells if fn in ("sum_over_time", "avg_over_time") else 0)
-    numbers = np.zeros(cells if extremes else 0, dtype=np.int64)
-    low = np.full(cells if fn == "min_over_time" else 0, np.inf)
-    high = np.full(cells if fn == "max_over_time" else 0, -np.inf)
-    step = g.step_ms * 1000
-    first = (g.start_ms - shape.offset_ms) * 1000
-    for ranks, runs, ts, v in parts:
-        j = _bucket_of(native, ts) + m
-        edge = (ts - first) % step == 0
-        rank = np.repeat(ranks, runs)
-        idx = (rank * width + j) * 2 + edge
-        keep = (j >= 0) & (j < width) & (rank >= 0)
-        if not keep.all():
-            idx, v = idx[keep], v[keep]
-        if not len(idx):
-            continue
-        starts = np.flatnonzero(np.diff(idx, prepend=-1))
-        cell = idx[starts]
-        samples[cell] += np.diff(np.append(starts, len(idx)))
-        if len(total):
-            total[cell] += np.add.reduceat(v, starts)
-        if extremes:
-            nan = np.isnan(v)
-            numbers[cell] += np.add.reduceat((~nan).astype(np.int64), starts)
-        if len(low):
-            low[cell] = np.minimum(low[cell], np.minimum.reduceat(np.where(nan, np.inf, v), starts))
-        if len(high):
-            high[cell] = np.maximum(
-                high[cell], np.maximum.reduceat(np.where(nan, -np.inf, v), starts)
-            )
-
-    def window(a: np.ndarray, op: Any) -> np.ndarray:
-        cells = a.reshape(count, width, 2)  # window k: buckets k+1 .. k+m, and the edge of k
-        whole = op(cells[:, :, 0], cells[:, :, 1])
-        found: np.ndarray = op(cells[:, :n, 1], _slide(whole, m, n, op))
-        return found
-
-    counted = window(samples, np.add)
-    present = counted > 0
-    if fn == "count_over_time":
-        return counted.astype(np.float64), present
-    if fn == "sum_over_time":
-        return window(total, np.add), present
-    if fn == "avg_over_time":
-        return window(total, np.add) / np.maximum(counted, 1), present
-    found = window(low, np.minimum) if fn == "min_over_time" else window(high, np.maximum)
-    return np.where(window(numbers, np.add) > 0, found, np.nan), present
-
-
-def _aggregate(op: str, values: np.ndarray, present: np.ndarray, group: np.ndarray,
-               groups: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """(value, present) per group and step: `op` over the group's series present there."""
-    order = np.argsort(group, kind="stable")
-    starts = np.flatnonzero(np.diff(group[order], prepend=-1))
-    values, present = values[order], present[order]
-    count = np.add.reduceat(present.astype(np.int64), starts, axis=0)
-    if op == "count":
-        found = count.astype(np.float64)
-    elif op in ("sum", "avg"):
-        found = np.add.reduceat(np.where(present, values, 0.0), starts, axis=0)
-        if op == "avg":
-            found = found / np.maximum(count, 1)
-    else:  # NaN only when every value is NaN, as Prometheus compares
-        number = present & ~np.isnan(values)
-        numbers = np.add.reduceat(number.astype(np.int64), starts, axis=0)
-        if op == "min":
-            best = np.minimum.reduceat(np.where(number, values, np.inf), starts, axis=0)
-        else:
-            best = np.maximum.reduceat(np.where(number, values, -np.inf), starts, axis=0)
-        found = np.where(numbers > 0, best, np.nan)
-    return found, count > 0
-
-
 def _answer(native: Native, run: Run, check: Callable[[], None], max_series: int | None) -> bytes:
     g, shape = native.grid, native.shape
     n = g.last + 1
@@ -422,55 +275,29 @@ def _answer(native: Native, run: Run, check: Callable[[], None], max_series: int
     parts = _parts(native, run, sids, kept, check)
     with np.errstate(invalid="ignore", over="ignore"):  # Inf - Inf is NaN, as in SQL
         if shape.function is None:
-            values, present = _instants(native, parts, len(sids))
+            values, present = native_steps.instants(
+                g, shape.offset_ms, native.lookback_ms, parts, len(sids)
+            )
         else:
-            values, present = _over_time(native, parts, len(sids))
+            values, present = native_steps.over_time(
+                g, shape.offset_ms, shape.range_ms, shape.function, parts, len(sids)
+            )
         check()
-        found, exists = _aggregate(shape.op, values, present, group, len(keys))
+        found, exists = native_steps.aggregate(shape.op, values, present, group, len(keys))
     if max_series is not None and int(exists.any(axis=1).sum()) > max_series:
         raise Fallback
     return _render(native, keys, found, exists)
 
 
-def value_text(value: float) -> str:
-    """As Go's FormatFloat(v, 'f', -1, 64) (as `render.value_text`), `repr` where that agrees.
-
-    >>> [value_text(v) for v in (1.0, -0.0, 2.5, 1e-7, float("nan"), float("-inf"))]
-    ['1', '-0', '2.5', '0.0000001', 'NaN', '-Inf']
-    """
-    magnitude = abs(value)
-    if 1e-4 <= magnitude < 1e16 or magnitude == 0:
-        found = repr(value)
-        return found[:-2] if found.endswith(".0") else found
-    if value != value:
-        return "NaN"
-    if magnitude == float("inf"):
-        return "+Inf" if value > 0 else "-Inf"
-    return str(np.format_float_positional(value, unique=True, trim="-"))
-
-
-def _seconds(ms_: int) -> str:
-    """A time as Prometheus writes it: seconds, a whole number when whole (`render.seconds`)."""
-    return str(ms_ // 1000 if ms_ % 1000 == 0 else ms_ / 1000)
-
-
-def _texts(values: np.ndarray) -> list[str]:
-    """The values as `value_text` writes them; `repr` at once where every one agrees."""
-    magnitude = np.abs(values)
-    if np.all(((magnitude >= 1e-4) & (magnitude < 1e16)) | (values == 0)):
-        return [t[:-2] if t.endswith(".0") else t for t in map(repr, values.tolist())]
-    return [value_text(v) for v in values.tolist()]
-
-
 def _render(native: Native, keys: list[str], found: np.ndarray, exists: np.ndarray) -> bytes:
     g = native.grid
-    times = [_seconds(g.start_ms + k * g.step_ms) for k in range(g.last + 1)]
+    times = [seconds_text(g.start_ms + k * g.step_ms) for k in range(g.last + 1)]
     parts = []
     for i in sorted(range(len(keys)), key=lambda i: keys[i]):
         steps = np.flatnonzero(exists[i])
         if not len(steps):
             continue
-        texts = _texts(found[i, steps])
+        texts = values_text(found[i, steps])
         if native.kind == "vector":
             parts.append(f'{{"metric":{keys[i]},"value":[{times[0]},"{texts[0]}"]}}')
         else:

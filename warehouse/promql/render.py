@@ -8,23 +8,18 @@ when the millisecond part is zero, as Prometheus's jsonutil writes them.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
+from warehouse.promql import text as api_text
 from warehouse.promql.evaluate import Compiled
 
 
 def value_text(value: float | None) -> str:
-    if value is None or math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return str(np.format_float_positional(value, unique=True, trim="-"))
+    return "NaN" if value is None else api_text.value_text(value)
 
 
 def seconds(ms: int) -> float | int:
