@@ -47,6 +47,19 @@ def _output_names(rule: Rule) -> set[str]:
     return {rule.name} if rule.kind == "record" else {"ALERTS", "ALERTS_FOR_STATE"}
 
 
+def recorded_labels(rule: Rule, point: Point) -> dict[str, str]:
+    """The labels a recording rule writes a point under: its own, the rule's name as
+    `__name__`, and the rule's labels (an empty value removes the label)."""
+    labels = dict(point.labels)
+    labels["__name__"] = rule.name
+    for name, value in rule.labels:
+        if value:
+            labels[name] = value
+        else:
+            labels.pop(name, None)
+    return labels
+
+
 def _reads(rule: Rule) -> set[str] | None:
     """The metric names a rule reads; None when it may read any (a selector without a name,
     or a template calling `query`)."""
@@ -168,14 +181,7 @@ class GroupRunner:
     def _record(self, rule: Rule, points: list[Point]) -> list[tuple[Labels, float]]:
         found: dict[Labels, float] = {}
         for point in points:
-            labels = dict(point.labels)
-            labels["__name__"] = rule.name
-            for name, value in rule.labels:
-                if value:
-                    labels[name] = value
-                else:
-                    labels.pop(name, None)
-            series = labels_of(labels)
+            series = labels_of(recorded_labels(rule, point))
             if series in found:
                 raise EvalError(
                     "vector contains metrics with the same labelset after applying rule labels"

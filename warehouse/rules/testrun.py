@@ -30,7 +30,7 @@ from warehouse.promql import evaluate
 from warehouse.promql.plan import PromQLError
 from warehouse.rules import durations, rulefile, series_notation, testfile
 from warehouse.rules.alerts import FIRING, EvalError
-from warehouse.rules.group import GroupRunner, _output_names
+from warehouse.rules.group import GroupRunner, _output_names, recorded_labels
 from warehouse.rules.store import Point, QueryError, Store, labels_of
 from warehouse.rules.testfile import Pair, UnitTestGroup
 
@@ -288,13 +288,7 @@ class _Run:
         for k, ts in enumerate(self.steps):
             found: dict[tuple[tuple[str, str], ...], float] = {}
             for point in per_step.get(k, []):
-                labels = dict(point.labels)
-                labels["__name__"] = rule.name
-                for key, value in rule.labels:
-                    if value:
-                        labels[key] = value
-                    else:
-                        labels.pop(key, None)
+                labels = recorded_labels(rule, point)
                 if labels_of(labels) in found:
                     raise _Fallback()
                 found[labels_of(labels)] = point.value
