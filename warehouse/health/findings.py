@@ -12,6 +12,7 @@ from files reads as it did then.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -60,12 +61,16 @@ SELECT concat_ws(':',
 """
 
 
+@functools.cache
+def _urgent_sql() -> str:
+    return (sql_dir() / "health" / "urgent_events.sql").read_text(encoding="utf-8")
+
+
 def urgent_after(cur: duckdb.DuckDBPyConnection, after: int) -> int | None:
     """The newest batch past `after` with an event that drains or replaces a GPU at once
     (sql/health/urgent_events.sql), or None: the scheduler then refreshes health_findings
     without waiting for its freshness target."""
-    text = (sql_dir() / "health" / "urgent_events.sql").read_text(encoding="utf-8")
-    row = cur.execute(text.format(after=int(after))).fetchone()
+    row = cur.execute(_urgent_sql().format(after=int(after))).fetchone()
     return None if row is None or row[0] is None else int(row[0])
 
 
