@@ -20,7 +20,9 @@ It reads through `run(sql) -> pa.Table`, the caller's session: the reader's role
 and row cap are those of the SQL route, which reads the same tables. It answers None, and the
 SQL route runs, for anything it does not do the same way: another shape, `@`, a metric that
 also has prom_samples or staleness markers in the window, NULL values, more samples than
-`cold_scan.BUDGET` or more cells (series x steps) than `MAX_CELLS`. `check()` is called
+`cold_scan.BUDGET` or more cells (series x steps) than `MAX_CELLS`, and when the blocks of
+the window changed while it read (its statements are not one snapshot: compaction moved hot
+samples into blocks, or cut blocks again, in between). `check()` is called
 between blocks (the time limit, a cancel). Results match the SQL route's up to the order of
 float additions (tests/warehouse/promql/test_native.py).
 """
@@ -192,8 +194,7 @@ def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray
         f" AS marks,\n"
         f"  (SELECT coalesce(sum(samples), 0) FROM {BLOCKS} WHERE metric = {metric}"
         f" AND ts_max >= {_ts(lo)} AND ts_min <= {_ts(hi)}) AS held,\n"
-        f"  (SELECT list(block_id ORDER BY block_id) FROM {BLOCKS} WHERE metric = {metric}"
-        f" AND ts_max >= {_ts(lo)} AND ts_min <= {_ts(hi)}) AS kept\n"
+        f"  ({_KEPT.format(blocks=BLOCKS, metric=metric, lo=_ts(lo), hi=_ts(hi))}) AS kept\n"
         f"FROM {SERIES} r\n"
         f"WHERE r.metric = {metric} AND ({source._gpu_wanted(groups)})\n"
         f"ORDER BY r.series_id"
@@ -212,6 +213,20 @@ def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray
         found = [texts[vs] for vs in found]
     keys, index = np.unique(np.asarray(found, dtype=object), return_inverse=True)
     return sids, [str(k) for k in keys], index.astype(np.int64), kept or []
+
+
+#: The blocks of the metric whose samples may lie in the window, by id.
+_KEPT = (
+    "SELECT list(block_id ORDER BY block_id) FROM {blocks} WHERE metric = {metric}"
+    " AND ts_max >= {lo} AND ts_min <= {hi}"
+)
+
+
+def _kept(native: Native, run: Run) -> list[int]:
+    """The ids of the blocks `_series` listed, as they are now."""
+    lo, hi = _window(native)
+    sql = _KEPT.format(blocks=BLOCKS, metric=text(native.shape.metric), lo=_ts(lo), hi=_ts(hi))
+    return run(sql).column(0)[0].as_py() or []
 
 
 def _json(labels: dict[str, str]) -> str:
@@ -246,6 +261,8 @@ def _parts(
         f"WHERE s.ts BETWEEN {_ts(lo)} AND {_ts(hi)} AND s.series_id IN (\n"
         f"  SELECT series_id FROM {SERIES} WHERE metric = {text(shape.metric)})\n"
     )
+    if _kept(native, run) != ids:  # moved or cut again since the blocks were listed
+        raise Fallback  # the SQL route reads one snapshot
     if hot.num_rows:
         if hot["v"].null_count:
             raise Fallback

@@ -2,8 +2,9 @@
 its jobs, with its metrics): retention drops what its rules no longer keep, then the
 downsampling tiers fold the batches that arrived since the last pass (`tiers.fold`, which
 `wanka refresh` also runs first), then compaction moves the samples of closed windows into
-compressed blocks (`compact`). A new kind of upkeep is one more `Task` here. Each task takes
-the write gate by `turn`, around each of its transactions."""
+compressed blocks (`compact`), with each closed half hour of the open window flushed and the
+blocks of closed windows cut again (`compact.FLUSH`). A new kind of upkeep is one more `Task`
+here. Each task takes the write gate by `turn`, around each of its transactions."""
 
 from __future__ import annotations
 
@@ -40,9 +41,11 @@ def _fold(cur: duckdb.DuckDBPyConnection, turn: Turn) -> Done:
 
 
 def _compact(cur: duckdb.DuckDBPyConnection, turn: Turn) -> Done:
-    moved = compact.compact(cur, turn=turn, budget_s=COMPACT_BUDGET_S)
+    moved = compact.compact(cur, turn=turn, budget_s=COMPACT_BUDGET_S, flush=compact.FLUSH)
     counts: dict[str, int] = {}
     for done in moved:
+        if done.merged:
+            continue  # blocks cut again: no sample moved
         table = done.tier or "gpu_metrics"
         counts[table] = counts.get(table, 0) + done.samples
     return list(counts.items())

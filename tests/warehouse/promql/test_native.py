@@ -13,6 +13,7 @@ import json
 import struct
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -26,7 +27,7 @@ from tests.warehouse.promql.test_vs_prometheus import ours
 from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.promql import evaluate, native, render
-from warehouse.tsdb.compact import compact
+from warehouse.tsdb.compact import FLUSH, compact
 
 MINUTE = 60_000
 T = (1_790_000_000_000 // 7_200_000) * 7_200_000  # a whole 2 h window
@@ -243,3 +244,28 @@ def test_a_cap_on_series_and_a_stop_are_kept(eng: Engine) -> None:
 
     with pytest.raises(Stop):
         native.answer(compiled.native, run, stop)
+
+
+def test_blocks_that_change_while_it_reads_leave_the_query_to_sql(
+    tmp_path: Path, warehouses: Warehouses
+) -> None:
+    """Its statements are not one snapshot: when a compaction moves hot samples into blocks
+    between them, the answer would miss those samples, so the SQL route answers."""
+    with Engine(str(warehouses.empty(tmp_path / "w.duckdb"))) as engine:
+        ref.load_wanka(engine, _batch(TEMP, T, T + 100 * MINUTE, 0))
+        compiled = evaluate.range_query(f"sum({TEMP})", T, T + 100 * MINUTE, 60_000)
+        assert compiled.native is not None
+        calls: list[str] = []
+
+        def run(sql: str) -> Any:
+            calls.append(sql)
+            if len(calls) == 2:  # the series and blocks were listed: now the hot samples
+                cur = engine.cursor()
+                moved = compact(cur, now=datetime.fromtimestamp((T + 100 * MINUTE) / 1000, UTC),
+                                flush=FLUSH)  # fmt: skip
+                cur.close()
+                assert moved
+            return engine.con.sql(sql).to_arrow_table()
+
+        assert native.answer(compiled.native, run) is None
+        assert native.answer(compiled.native, lambda s: engine.con.sql(s).to_arrow_table())
