@@ -18,10 +18,10 @@ is left alone: a refresh behind a compaction finds its batches in the blocks.
 
 The serve scheduler also flushes the hot samples of each closed `FLUSH` (30 min) of the open
 window, `FLUSH_GRACE` after it ends, into blocks of their window, so the hot table holds about
-half an hour, not two: what a dashboard's last hour reads through DuckDB, and what DuckDB's
-buffers hold, are a quarter of what they were (bench_soak). Those blocks overlap in series, and
-cost 6.5 % more bytes than one pass over the window (30 min windows: 1.18 B/sample against 1.14
-at 1,000 GPUs, 60 s); once the window closes, `merge` decodes its blocks and cuts them again
+half an hour, not two: a dashboard's last hour reads at most that through DuckDB, and DuckDB's
+buffers cache no more than that of the hot table. Those blocks overlap in series, and cost 4 %
+more bytes than one pass over the window (30 min windows: 1.18 B/sample against 1.14 at 1,000
+GPUs, 60 s); once the window closes, `merge` decodes its blocks and cuts them again
 as one pass would have, in one transaction per window and metric (late samples' blocks too).
 
 Window and block size were measured on the simulator's samples (1,000 GPUs, 60 s): 2 h windows

@@ -7,14 +7,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +30,6 @@ from tests.warehouse.tsdb.compacted import (
     rows,
     table,
 )
-from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 from warehouse.tsdb import compact, tiers, write
@@ -104,14 +101,6 @@ def _same(a: object, b: object) -> bool:
     if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
         return True
     return a == b
-
-
-@pytest.fixture(scope="module")
-def shared(warehouses: Warehouses) -> Iterator[duckdb.DuckDBPyConnection]:
-    with warehouses.engine() as engine:
-        cursor = engine.cursor()
-        yield cursor
-        cursor.close()
 
 
 @settings(max_examples=examples(0.2), deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -42,15 +41,6 @@ from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 from warehouse.tsdb import compact, retention, tiers, write
 from warehouse.tsdb.append import append
-
-
-@pytest.fixture(scope="module")
-def shared(warehouses: Warehouses) -> Iterator[duckdb.DuckDBPyConnection]:
-    """One warehouse for every example of a property test (each starts by clearing it)."""
-    with warehouses.engine() as engine:
-        cursor = engine.cursor()
-        yield cursor
-        cursor.close()
 
 
 def test_a_remote_write_retry_spanning_a_compaction_is_stored_once(eng: Engine) -> None:

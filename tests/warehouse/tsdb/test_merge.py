@@ -5,12 +5,10 @@ none of it is a change of gpu_metrics."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import duckdb
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,21 +25,12 @@ from tests.warehouse.tsdb.compacted import (
 )
 from tests.warehouse.tsdb.compacted import table as samples_table
 from tests.warehouse.tsdb.test_compact import DECODED, STATS, _same, deliveries
-from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 from warehouse.tsdb import compact, merge, write
 from warehouse.tsdb.append import append
 
 FLUSH = compact.FLUSH
-
-
-@pytest.fixture(scope="module")
-def shared(warehouses: Warehouses) -> Iterator[duckdb.DuckDBPyConnection]:
-    with warehouses.engine() as engine:
-        cursor = engine.cursor()
-        yield cursor
-        cursor.close()
 
 
 def _overlapping(cur: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
