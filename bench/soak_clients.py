@@ -204,6 +204,8 @@ class Samples:
     gate_held_s: dict[str, float] = field(default_factory=dict)
     gate_wait_s: dict[str, float] = field(default_factory=dict)
     commits: tuple[float, float] = (0.0, 0.0)
+    #: At each sample, the seconds each writer kind had held the gate so far.
+    gate_held_at: list[dict[str, float]] = field(default_factory=list)
 
 
 def sampler(
@@ -240,6 +242,7 @@ def sampler(
             samples.at_s.append(at)
             samples.rss_kib.append(rss_kib(pid))
             samples.duckdb_bytes.append(duckdb)
+            samples.gate_held_at.append(dict(samples.gate_held_s))
 
 
 def drain_shown(client: httpx.Client, host: str, gpu: int) -> bool:

@@ -159,6 +159,7 @@ def report(soak: Soak) -> None:
               f"{max(values, default=float('nan')):.3f} |")  # fmt: skip
     _print_tables(soak)
     _print_gate(soak)
+    _print_timeline(soak)
     _print_memory(soak)
     _print_xid_and_count(soak)
     _print_errors(soak)
@@ -191,6 +192,39 @@ def _print_gate(soak: Soak) -> None:
             f"\nremote_write: {requests:,.0f} requests in {commits:,.0f} transactions, "
             f"{requests / commits:.1f} a transaction"
         )
+
+
+def in_tenths(at_s: list[float], values: list[float], duration_s: float) -> list[list[float]]:
+    """The values whose times fall in each tenth of the run (the last one takes what is later).
+
+    >>> in_tenths([0.5, 1.5, 9.9, 12], [1, 2, 3, 4], 10.0)
+    [[1], [2], [], [], [], [], [], [], [], [3, 4]]
+    """
+    out: list[list[float]] = [[] for _ in range(10)]
+    for at, value in zip(at_s, values, strict=True):
+        out[min(max(int(at * 10 // duration_s), 0), 9)].append(value)
+    return out
+
+
+def _print_timeline(soak: Soak) -> None:
+    """The feed's lag by the tenth of the run its scrape was due in, beside the seconds each
+    scheduler writer held the write gate in that tenth: what a slow request waited behind."""
+    f, s = soak.feed, soak.samples
+    lags = in_tenths(f.due_s, [max(scrape, default=0.0) for scrape in f.lags_s], soak.duration_s)
+    p99 = in_tenths(
+        f.due_s, [pct(scrape, 0.99) if scrape else 0.0 for scrape in f.lags_s], soak.duration_s
+    )
+    print("\n| each tenth of the run | " + " | ".join(f"{i}0 %" for i in range(1, 11)) + " |")
+    print("|---|" + "---:|" * 10)
+    for name, values in (("feed lag, worst scrape's p99 s", p99), ("feed lag, max s", lags)):
+        cells = [f"{max(v):.2f}" if v else "–" for v in values]  # no scrape due in a tenth
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    kinds = sorted({k for held in s.gate_held_at for k in held} - {"remote_write"})
+    ends = at_tenths(s.at_s, list(range(len(s.at_s))), soak.duration_s)
+    for kind in kinds:
+        totals = [s.gate_held_at[int(i)].get(kind, 0.0) if i == i else 0.0 for i in ends]
+        spent = [b - a for a, b in zip([0.0, *totals[:-1]], totals, strict=True)]
+        print(f"| gate held by {kind}, s | " + " | ".join(f"{v:.1f}" for v in spent) + " |")
 
 
 def _print_memory(soak: Soak) -> None:
