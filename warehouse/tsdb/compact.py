@@ -73,8 +73,7 @@ def closed_before(now: datetime, window: timedelta = WINDOW, grace: timedelta = 
     >>> closed_before(datetime(2026, 1, 1, 4, 15, tzinfo=UTC)).hour
     4
     """
-    edge = now - grace
-    return edge - (edge - _EPOCH) % window
+    return _bucket(now - grace, window)
 
 
 def pending(
@@ -150,6 +149,7 @@ MERGE = "merge"
 
 
 def _bucket(at: datetime, window: timedelta) -> datetime:
+    """The start of the window `at` falls in."""
     return at - (at - _EPOCH) % window
 
 

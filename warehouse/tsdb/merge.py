@@ -80,8 +80,9 @@ def _rows(parts: list[blocks.Samples]) -> pa.Table:
     ts = np.concatenate([p.ts for p in parts]).astype(np.int64)
     value = np.concatenate([p.value for p in parts]).astype(np.float64)
     batch = np.concatenate([p.batch_id for p in parts]).astype(np.int64)
-    value_null = _mask([p.value_null for p in parts], [len(p) for p in parts])
-    batch_null = _mask([p.batch_null for p in parts], [len(p) for p in parts])
+    sizes = [len(p) for p in parts]
+    value_null = _mask([p.value_null for p in parts], sizes)
+    batch_null = _mask([p.batch_null for p in parts], sizes)
     batch_key = batch if batch_null is None else np.where(batch_null, np.iinfo(np.int64).max, batch)
     order = np.lexsort((batch_key, ts, ids))
     return pa.table(
