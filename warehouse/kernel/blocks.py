@@ -9,11 +9,20 @@ bit for bit. NULL values and batch ids are kept as the positions that are NULL.
 
 The layout of a block, all integers little-endian:
 
-    b"WKB1"  u32 rows  u32 runs  u32 columns  then per column: u8 type ('q' int64; a float as
-    'd' its bits, 'k' integers × 10^-k, 'K' those integers' differences along each series run),
+    b"WKB1"  u32 rows  u32 runs  u32 columns  then per column: u8 type ('q' int64; 'r' int64
+    as series runs that repeat, see below; a float as 'd' its bits, 'k' integers × 10^-k, 'K'
+    those integers' differences along each series run),
     u8 whether it has NULLs, u8 k; then sections, each a u32 length and its bytes: series ids
     (int32), run lengths (uint32), each column, then the NULL positions (uint32) of each column
     that has NULLs.
+
+The series of one scrape share their timestamps, and the samples of one delivery their batch id,
+so most series runs of a block repeat another's timestamps and batch ids: 11,024 runs of a block of
+10,000 GPUs at 60 s held 170 distinct timestamp runs. An 'r' column keeps each distinct run once:
+its section is three, each a u32 length and its bytes: the distinct run each series run is (uint32),
+the distinct runs' lengths (uint32) and their values one after another (int64). Measured on a day
+of 10,000 GPUs at 60 s (229M samples), it takes timestamps from 0.040 to 0.003 bytes a sample and
+batch ids from 0.063 to 0.004: blocks from 1.024 to 0.929.
 
 Two kinds of block share it (`Shape`): samples (ts µs, value, batch id), and the rows of a
 downsampling tier (bucket µs, samples, value sum, min, max and last, last time).
@@ -189,6 +198,53 @@ def _unpack_float(code: bytes, data: memoryview, k: int, runs: np.ndarray) -> np
     return ints / 10.0**k
 
 
+def _pack_int(values: np.ndarray, starts: np.ndarray, runs: np.ndarray) -> tuple[bytes, bytes, int]:
+    """An int64 column in the fewer bytes of: as it is ('q'); its distinct series runs once each,
+    and which one each run is ('r'); (code, bytes, 0)."""
+    plain = _pack(values)
+    repeated = _repeats(values, starts, runs)
+    if repeated is not None and len(repeated) < len(plain):
+        return b"r", repeated, 0
+    return b"q", plain, 0
+
+
+def _repeats(values: np.ndarray, starts: np.ndarray, runs: np.ndarray) -> bytes | None:
+    """The 'r' section of an int64 column (see the module's docstring); None when most of its
+    series runs are distinct, and it could not be smaller."""
+    distinct: dict[bytes, int] = {}
+    which = np.empty(len(runs), dtype=np.uint32)
+    kept: list[np.ndarray] = []
+    for at, (start, run) in enumerate(zip(starts.tolist(), runs.tolist(), strict=True)):
+        piece = values[start : start + run]
+        found = distinct.setdefault(piece.tobytes(), len(distinct))
+        if found == len(kept):
+            kept.append(piece)
+            if 2 * len(kept) > len(runs) + 1:
+                return None
+        which[at] = found
+    lengths = np.fromiter((len(p) for p in kept), dtype=np.uint32, count=len(kept))
+    parts = [_pack(which), _pack(lengths), _pack(np.concatenate(kept) if kept else values[:0])]
+    return b"".join(_LEN.pack(len(p)) + p for p in parts)
+
+
+def _unpack_int(code: bytes, data: memoryview, runs: np.ndarray) -> np.ndarray:
+    if code == b"q":
+        return _unpack(data, np.int64)
+    parts, at = [], 0
+    for _ in range(3):
+        (size,) = _LEN.unpack_from(data, at)
+        parts.append(data[at + _LEN.size : at + _LEN.size + size])
+        at += _LEN.size + size
+    which = _unpack(parts[0], np.uint32)
+    lengths = _unpack(parts[1], np.uint32)
+    kept = _unpack(parts[2], np.int64)
+    if len(which) != len(runs) or not np.array_equal(lengths[which], runs):
+        raise ValueError("a block's repeated runs do not match its series runs")
+    ends = np.cumsum(lengths, dtype=np.int64).tolist()
+    pieces = [kept[end - size : end] for end, size in zip(ends, lengths.tolist(), strict=True)]
+    return np.concatenate([pieces[w] for w in which.tolist()]) if pieces else kept
+
+
 def encode_rows(series_id: np.ndarray, columns: Sequence[Column]) -> bytes:
     """One block of rows ordered by series: their series ids and their columns (int64 or
     float64; a float goes in by its bits, or as decimal integers where that is smaller and
@@ -202,7 +258,7 @@ def encode_rows(series_id: np.ndarray, columns: Sequence[Column]) -> bytes:
         if values.dtype.kind == "f":
             code, packed, k = _pack_float(values, starts)
         else:
-            code, packed, k = b"q", _pack(values.astype(np.int64, copy=False)), 0
+            code, packed, k = _pack_int(values.astype(np.int64, copy=False), starts, runs)
         kinds.append(_COLUMN.pack(code, has, k))
         sections.append(packed)
         if mask is not None and has:
@@ -232,7 +288,9 @@ def decode_rows(data: bytes) -> tuple[np.ndarray, list[Column]]:
     columns: list[Column] = []
     for (code, has, k), section in zip(kinds, sections[2 : 2 + width], strict=True):
         values = (
-            _unpack(section, np.int64) if code == b"q" else _unpack_float(code, section, k, runs)
+            _unpack_int(code, section, runs)
+            if code in b"qr"
+            else _unpack_float(code, section, k, runs)
         )
         mask = _mask(count, _unpack(next(nulls), np.uint32)) if has else None
         columns.append((values, mask))
@@ -367,4 +425,5 @@ def decode_samples(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     if has_nulls:
         raise ValueError("the block has NULL values")
     values = _unpack_float(code, sections[3], k, runs)
-    return _unpack(sections[0], np.int32), runs, _unpack(sections[2], np.int64), values
+    ts = _unpack_int(kinds[0][0], sections[2], runs)
+    return _unpack(sections[0], np.int32), runs, ts, values

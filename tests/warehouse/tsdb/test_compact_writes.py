@@ -255,6 +255,48 @@ def test_a_version_20_file_migrates_in_place_and_compacts(
         assert rows(eng.cursor()) == before
 
 
+def test_a_version_26_file_keeps_its_blocks_and_stores_them_uncompressed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Step 27 copies both block tables into ones DuckDB must not compress again: every block,
+    sample and tier row is read back the same, old blocks and new ones alike."""
+    path = tmp_path / "v26.duckdb"
+    every = catalog.migrations()
+    old_steps = tuple(m for m in every if m.version <= 26)
+    old_sql = "\n".join(m.sql for m in old_steps)
+    old_refs = tuple(r for r in catalog.reference_tables() if f"CREATE TABLE {r.table} " in old_sql)
+    blocks_sql = "SELECT count(*) FROM wanka.gpu_blocks"
+    tiers_sql = "SELECT count(*) FROM wanka.tier_blocks"
+    with monkeypatch.context() as patch:
+        patch.setattr(catalog, "migrations", lambda folder=None: old_steps)
+        patch.setattr(catalog, "reference_tables", lambda folder=None: old_refs)
+        with Engine(str(path)) as old:
+            assert old.schema_version == 26
+            cur = old.cursor()
+            append(cur, grid(5, hosts=2))
+            tiers.fold(cur)
+            compact.compact(cur, now=FAR)
+            before = rows(cur)
+            held = (count(cur, blocks_sql), count(cur, tiers_sql))
+            hours = cur.sql("SELECT * FROM gpu_metrics_1h ORDER BY ALL").fetchall()
+    assert held[0] > 0 and held[1] > 0
+    with Engine(str(path)) as eng:
+        assert eng.schema_version == max(m.version for m in every)
+        cur = eng.cursor()
+        assert (count(cur, blocks_sql), count(cur, tiers_sql)) == held
+        assert rows(cur) == before
+        assert cur.sql("SELECT * FROM gpu_metrics_1h ORDER BY ALL").fetchall() == hours
+        for name in ("gpu_blocks", "tier_blocks"):
+            found = cur.sql(
+                f"SELECT DISTINCT compression FROM pragma_storage_info('wanka.{name}') "
+                "WHERE column_name = 'data' AND compression <> 'Constant'"
+            ).fetchall()
+            assert found == [("Uncompressed",)], name
+        append(cur, table([(T0 + timedelta(hours=9), "h0", 0, METRICS[0], None, 2.5)]))
+        compact.compact(cur, now=FAR + timedelta(hours=12))
+        assert count(cur, blocks_sql) == held[0] + 1
+
+
 def test_truncate_drops_the_blocks_too_and_the_refresh_sees_it(eng: Engine) -> None:
     """TRUNCATE counts, and logs as a change, the compressed samples it drops as well as the
     hot ones: a dynamic table over gpu_metrics is empty after it, however the rows were held."""
