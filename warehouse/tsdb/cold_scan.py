@@ -249,14 +249,15 @@ class _Scan(ArrowScanSource):
         return reader.__arrow_c_stream__(), columns is not None
 
     def _batches(self, schema: pa.Schema, chosen: list[int]) -> Iterator[pa.RecordBatch]:
+        only = [i - 1 for i in chosen if i > 0]  # the block's columns come after series_id
         for data in self.planned.data:
-            ids, columns, keep = blocks.read(blocks.SAMPLES, data, self.planned.bounds)
+            ids, columns, keep = blocks.read(blocks.SAMPLES, data, self.planned.bounds, only)
             found = [(ids, None), *columns]
-            if keep is not None:
-                found = [(v[keep], None if m is None else m[keep]) for v, m in found]
             arrays = []
             for i in chosen:
                 values, mask = found[i]
+                if keep is not None:
+                    values, mask = values[keep], None if mask is None else mask[keep]
                 kind = SCHEMA.field(i).type
                 if pa.types.is_timestamp(kind):
                     arrays.append(pa.array(values, pa.int64(), mask=mask).view(kind))
