@@ -1,8 +1,8 @@
 """Cutting a closed window's blocks again, as one compaction of the whole window would have.
 
 A window's blocks overlap in series when its samples went into blocks more than once: the
-scheduler flushes each half hour of the open window (`compact.FLUSH`), and samples that arrive
-after a window was compacted become one more block of it. Overlapping blocks cost bytes (each
+scheduler flushes each closed 10 minutes of the open window (`compact.FLUSH`), and samples that
+arrive after a window was compacted become one more block of it. Overlapping blocks cost bytes (each
 series' run is cut into pieces, each with its own first value and deltas) and make a reader of
 one series decode several blocks. Once the window is closed, `one` decodes every block of one
 metric of it, orders the samples by series, time and batch, cuts them into blocks of whole

@@ -2,7 +2,7 @@
 its jobs, with its metrics): retention drops what its rules no longer keep, then the
 downsampling tiers fold the batches that arrived since the last pass (`tiers.fold`, which
 `wanka refresh` also runs first), then compaction moves the samples of closed windows into
-compressed blocks (`compact`), with each closed half hour of the open window flushed and the
+compressed blocks (`compact`), with each closed 10 minutes of the open window flushed and the
 blocks of closed windows cut again (`compact.FLUSH`). A new kind of upkeep is one more `Task`
 here. Each task takes the write gate by `turn`, around each of its transactions."""
 
