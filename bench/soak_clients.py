@@ -196,6 +196,10 @@ class Samples:
 
     at_s: list[float] = field(default_factory=list)
     rss_kib: list[int] = field(default_factory=list)
+    #: Of the RSS, from /proc/PID/smaps_rollup: anonymous memory, and what of it the
+    #: allocators gave back lazily (MADV_FREE: counted until the kernel needs the pages).
+    anon_kib: list[int] = field(default_factory=list)
+    lazyfree_kib: list[int] = field(default_factory=list)
     duckdb_bytes: list[float] = field(default_factory=list)
     lag_s: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # (at, lag)
     target_s: dict[str, float] = field(default_factory=dict)
@@ -206,6 +210,16 @@ class Samples:
     commits: tuple[float, float] = (0.0, 0.0)
     #: At each sample, the seconds each writer kind had held the gate so far.
     gate_held_at: list[dict[str, float]] = field(default_factory=list)
+
+
+def rollup_kib(pid: int) -> dict[str, int]:
+    """The kB fields of /proc/PID/smaps_rollup (empty where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            lines = rollup.read().splitlines()[1:]
+    except OSError:
+        return {}
+    return {k: int(v.split()[0]) for k, v in (line.split(":", 1) for line in lines)}
 
 
 def sampler(
@@ -241,6 +255,9 @@ def sampler(
                     samples.commits = (samples.commits[0], float(value))
             samples.at_s.append(at)
             samples.rss_kib.append(rss_kib(pid))
+            parts = rollup_kib(pid)
+            samples.anon_kib.append(parts.get("Anonymous", 0))
+            samples.lazyfree_kib.append(parts.get("LazyFree", 0))
             samples.duckdb_bytes.append(duckdb)
             samples.gate_held_at.append(dict(samples.gate_held_s))
 

@@ -237,6 +237,13 @@ def _print_memory(soak: Soak) -> None:
     print("|---|" + "---:|" * 10)
     print("| server RSS | " + " | ".join(f"{v:,.0f}" for v in rss) + " |")
     print("| DuckDB buffer manager | " + " | ".join(f"{v:,.0f}" for v in duckdb) + " |")
+    if s.anon_kib:
+        anon = at_tenths(s.at_s, [k / 1024 for k in s.anon_kib], soak.duration_s)
+        lazy = at_tenths(s.at_s, [k / 1024 for k in s.lazyfree_kib], soak.duration_s)
+        print("| RSS: anonymous | " + " | ".join(f"{v:,.0f}" for v in anon) + " |")
+        print("| of it lazily freed | " + " | ".join(f"{v:,.0f}" for v in lazy) + " |")
+        filed = [r - a for r, a in zip(rss, anon, strict=True)]
+        print("| RSS: file-backed | " + " | ".join(f"{v:,.0f}" for v in filed) + " |")
     print(f"\nRSS growth over the second half (median of the last tenth against the sixth): "
           f"{rss_growth_pct(soak):+.1f} %")  # fmt: skip
 
