@@ -27,7 +27,20 @@ def store(
     """Insert `rows` (series_id, ts in µs, value, batch_id; ordered by series, time, batch) as
     blocks of `metric` and the window at `window_start`, with their statistics; the blocks
     made (block, data)."""
-    made, block_of = _blocks(rows, block_samples)
+    made, block_of = cut(rows, block_samples)
+    insert(cur, rows, made, block_of, metric, window_start)
+    return made
+
+
+def insert(
+    cur: duckdb.DuckDBPyConnection,
+    rows: pa.Table,
+    made: pa.Table,
+    block_of: np.ndarray,
+    metric: str,
+    window_start: datetime,
+) -> None:
+    """Insert the blocks `cut` made of `rows`, with their statistics."""
     cur.register("_wanka_blocks", made)
     cur.register("_wanka_rows", rows.append_column("block", pa.array(block_of)))
     try:
@@ -35,7 +48,6 @@ def store(
     finally:
         cur.unregister("_wanka_blocks")
         cur.unregister("_wanka_rows")
-    return made
 
 
 #: The blocks of `_wanka_blocks` (block, data) with their statistics over `_wanka_rows`
@@ -58,7 +70,7 @@ ORDER BY b.block
 """
 
 
-def _blocks(rows: pa.Table, block_samples: int) -> tuple[pa.Table, np.ndarray]:
+def cut(rows: pa.Table, block_samples: int = BLOCK_SAMPLES) -> tuple[pa.Table, np.ndarray]:
     """Cut `rows` (ordered by series then time) into blocks of whole series runs of about
     `block_samples` samples: a table of (block, data), and each row's block."""
     ids = rows["series_id"].to_numpy()

@@ -137,12 +137,14 @@ def compact(
     for of, start, metric, span in work:
         if moved and ends is not None and time.monotonic() >= ends:
             break  # one transaction at least, so that every pass moves something
+        # a merge decodes and cuts before it takes the gate; it writes in its turn
+        ready = merge.cut(cur, start, metric, block_samples) if of is MERGE else None
         with turn():
             if of is None:
                 of_window = _bucket(start, window)
                 moved.append(one(cur, start, metric, span, block_samples, of_window))
             elif of is MERGE:
-                samples, count, size = merge.one(cur, start, metric, block_samples)
+                samples, count, size = merge.one(cur, start, metric, block_samples, ready)
                 moved.append(Compacted(start, metric, samples, count, size, merged=True))
             else:
                 moved.append(one_tier(cur, of, start, metric, window, block_samples))

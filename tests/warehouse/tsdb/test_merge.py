@@ -1,4 +1,4 @@
-"""Flushing the open window by half hours and cutting a closed window's blocks again
+"""Flushing the open window and cutting a closed window's blocks again
 (warehouse/tsdb/compact.py's `flush`, warehouse/tsdb/merge.py): gpu_metrics gives the same
 rows, bit for bit, at every pass; the blocks end as one pass over the window would cut them;
 none of it is a change of gpu_metrics."""
@@ -134,3 +134,33 @@ def test_late_samples_of_a_merged_window_are_merged_in(eng: Engine) -> None:
     assert [(d.metric, d.merged, d.samples) for d in moved] == [(METRICS[0], True, 37)]
     assert count(cur, "SELECT count(*) FROM wanka.gpu_blocks") == before
     assert rows(cur) == everything
+
+
+def test_a_cut_made_before_its_turn_is_made_again_if_the_blocks_changed(eng: Engine) -> None:
+    """`cut` runs outside the write gate: its blocks are written only if the window still has
+    the blocks it read. A late sample's block added in between makes `one` cut them again, with
+    the late sample; unchanged, `one` writes what `cut` made."""
+    cur = eng.cursor()
+    append(cur, grid(2))
+    compact.compact(cur, now=T0 + timedelta(minutes=70), flush=FLUSH)
+    compact.compact(cur, now=T0 + timedelta(minutes=100), flush=FLUSH)
+    compact.compact(cur, now=FAR)  # the rest of the window, unmerged: its blocks overlap
+    metric = METRICS[0]
+    ready = merge.cut(cur, T0, metric)
+    assert ready is not None and len(ready.ids) > 1
+    late = samples_table([(T0 + timedelta(minutes=5, seconds=3), "h0", 0, metric, None, 9.5)])
+    append(cur, late)
+    compact.compact(cur, now=FAR)  # the late sample: one more block, not among ready.ids
+    everything = rows(cur)
+    samples, _made, _size = merge.one(cur, T0, metric, ready=ready)
+    assert samples == ready.rows.num_rows + 1
+    assert rows(cur) == everything
+    ready = merge.cut(cur, T0, METRICS[1])
+    assert ready is not None
+    assert merge.one(cur, T0, METRICS[1], ready=ready)[:2] == (
+        ready.rows.num_rows,
+        ready.made.num_rows,
+    )
+    assert rows(cur) == everything
+    assert _overlapping(cur) == []
+    _statistics_hold(cur)
