@@ -5,10 +5,12 @@ with compactions do what they do to a plain table."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -223,26 +225,32 @@ def test_a_compaction_killed_half_way_loses_and_doubles_nothing(
 # -- 8. a file of version 20 ------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _engine_of_version(patch: pytest.MonkeyPatch, path: Path, version: int) -> Iterator[Engine]:
+    """A warehouse at `path` made by the schema steps up to `version` alone, with the reference
+    tables such a file has (later steps add their own)."""
+    old_steps = tuple(m for m in catalog.migrations() if m.version <= version)
+    old_sql = "\n".join(m.sql for m in old_steps)
+    old_refs = tuple(r for r in catalog.reference_tables() if f"CREATE TABLE {r.table} " in old_sql)
+    patch.setattr(catalog, "migrations", lambda folder=None: old_steps)
+    patch.setattr(catalog, "reference_tables", lambda folder=None: old_refs)
+    with Engine(str(path)) as old:
+        assert old.schema_version == version
+        yield old
+
+
 def test_a_version_20_file_migrates_in_place_and_compacts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "v20.duckdb"
     every = catalog.migrations()
-    old_steps = tuple(m for m in every if m.version <= 20)
-    old_sql = "\n".join(m.sql for m in old_steps)
-    # the reference tables a version-20 file has (later steps add their own)
-    old_refs = tuple(r for r in catalog.reference_tables() if f"CREATE TABLE {r.table} " in old_sql)
-    with monkeypatch.context() as patch:
-        patch.setattr(catalog, "migrations", lambda folder=None: old_steps)
-        patch.setattr(catalog, "reference_tables", lambda folder=None: old_refs)
-        with Engine(str(path)) as old:
-            assert old.schema_version == 20
-            cur = old.cursor()
-            append(cur, grid(5, hosts=2))
-            append(cur, table([(T0, "h0", 0, METRICS[0], None, double(SPECIAL_BITS[2]))]))
-            tables = cur.sql("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'wanka'")
-            assert ("gpu_blocks",) not in tables.fetchall()
-            before = rows(cur)
+    with monkeypatch.context() as patch, _engine_of_version(patch, path, 20) as old:
+        cur = old.cursor()
+        append(cur, grid(5, hosts=2))
+        append(cur, table([(T0, "h0", 0, METRICS[0], None, double(SPECIAL_BITS[2]))]))
+        tables = cur.sql("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'wanka'")
+        assert ("gpu_blocks",) not in tables.fetchall()
+        before = rows(cur)
     with Engine(str(path)) as eng:
         assert eng.schema_version == max(m.version for m in every)
         cur = eng.cursor()
@@ -262,23 +270,16 @@ def test_a_version_26_file_keeps_its_blocks_and_stores_them_uncompressed(
     sample and tier row is read back the same, old blocks and new ones alike."""
     path = tmp_path / "v26.duckdb"
     every = catalog.migrations()
-    old_steps = tuple(m for m in every if m.version <= 26)
-    old_sql = "\n".join(m.sql for m in old_steps)
-    old_refs = tuple(r for r in catalog.reference_tables() if f"CREATE TABLE {r.table} " in old_sql)
     blocks_sql = "SELECT count(*) FROM wanka.gpu_blocks"
     tiers_sql = "SELECT count(*) FROM wanka.tier_blocks"
-    with monkeypatch.context() as patch:
-        patch.setattr(catalog, "migrations", lambda folder=None: old_steps)
-        patch.setattr(catalog, "reference_tables", lambda folder=None: old_refs)
-        with Engine(str(path)) as old:
-            assert old.schema_version == 26
-            cur = old.cursor()
-            append(cur, grid(5, hosts=2))
-            tiers.fold(cur)
-            compact.compact(cur, now=FAR)
-            before = rows(cur)
-            held = (count(cur, blocks_sql), count(cur, tiers_sql))
-            hours = cur.sql("SELECT * FROM gpu_metrics_1h ORDER BY ALL").fetchall()
+    with monkeypatch.context() as patch, _engine_of_version(patch, path, 26) as old:
+        cur = old.cursor()
+        append(cur, grid(5, hosts=2))
+        tiers.fold(cur)
+        compact.compact(cur, now=FAR)
+        before = rows(cur)
+        held = (count(cur, blocks_sql), count(cur, tiers_sql))
+        hours = cur.sql("SELECT * FROM gpu_metrics_1h ORDER BY ALL").fetchall()
     assert held[0] > 0 and held[1] > 0
     with Engine(str(path)) as eng:
         assert eng.schema_version == max(m.version for m in every)
