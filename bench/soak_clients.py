@@ -200,6 +200,7 @@ class Samples:
     #: allocators gave back lazily (MADV_FREE: counted until the kernel needs the pages).
     anon_kib: list[int] = field(default_factory=list)
     lazyfree_kib: list[int] = field(default_factory=list)
+    arrow_bytes: list[float] = field(default_factory=list)  # Arrow's default pool, allocated
     duckdb_bytes: list[float] = field(default_factory=list)
     lag_s: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # (at, lag)
     target_s: dict[str, float] = field(default_factory=dict)
@@ -233,33 +234,44 @@ def sampler(
             except httpx.HTTPError as error:
                 errors.add("/metrics", type(error).__name__, str(error))
                 continue
-            at, duckdb = time.time() - start, 0.0
-            for line in text.splitlines():
-                found = _METRIC.match(line)
-                if not found:
-                    continue
-                name, label, value = found.groups()
-                if name == "wanka_duckdb_memory_bytes":
-                    duckdb += float(value)
-                elif name == "wanka_dynamic_table_lag_seconds" and label:
-                    samples.lag_s.setdefault(label, []).append((at, float(value)))
-                elif name == "wanka_dynamic_table_freshness_target_seconds" and label:
-                    samples.target_s[label] = float(value)
-                elif name == "wanka_write_gate_held_seconds_total" and label:
-                    samples.gate_held_s[label] = float(value)
-                elif name == "wanka_write_gate_wait_seconds_total" and label:
-                    samples.gate_wait_s[label] = float(value)
-                elif name == "wanka_remote_write_commits_total":
-                    samples.commits = (float(value), samples.commits[1])
-                elif name == "wanka_remote_write_committed_requests_total":
-                    samples.commits = (samples.commits[0], float(value))
+            at = time.time() - start
+            duckdb, arrow = _read_metrics(text, at, samples)
             samples.at_s.append(at)
             samples.rss_kib.append(rss_kib(pid))
             parts = rollup_kib(pid)
             samples.anon_kib.append(parts.get("Anonymous", 0))
             samples.lazyfree_kib.append(parts.get("LazyFree", 0))
             samples.duckdb_bytes.append(duckdb)
+            samples.arrow_bytes.append(arrow)
             samples.gate_held_at.append(dict(samples.gate_held_s))
+
+
+def _read_metrics(text: str, at: float, samples: Samples) -> tuple[float, float]:
+    """Note what `samples` keeps of one /metrics text read at `at`; the bytes DuckDB's buffer
+    manager and Arrow's pool hold."""
+    duckdb = arrow = 0.0
+    for line in text.splitlines():
+        found = _METRIC.match(line)
+        if not found:
+            continue
+        name, label, value = found.groups()
+        if name == "wanka_duckdb_memory_bytes":
+            duckdb += float(value)
+        elif name == "wanka_arrow_memory_bytes":
+            arrow += float(value)
+        elif name == "wanka_dynamic_table_lag_seconds" and label:
+            samples.lag_s.setdefault(label, []).append((at, float(value)))
+        elif name == "wanka_dynamic_table_freshness_target_seconds" and label:
+            samples.target_s[label] = float(value)
+        elif name == "wanka_write_gate_held_seconds_total" and label:
+            samples.gate_held_s[label] = float(value)
+        elif name == "wanka_write_gate_wait_seconds_total" and label:
+            samples.gate_wait_s[label] = float(value)
+        elif name == "wanka_remote_write_commits_total":
+            samples.commits = (float(value), samples.commits[1])
+        elif name == "wanka_remote_write_committed_requests_total":
+            samples.commits = (samples.commits[0], float(value))
+    return duckdb, arrow
 
 
 def drain_shown(client: httpx.Client, host: str, gpu: int) -> bool:

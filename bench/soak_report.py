@@ -240,6 +240,8 @@ def _print_memory(soak: Soak) -> None:
     if s.anon_kib:
         anon = at_tenths(s.at_s, [k / 1024 for k in s.anon_kib], soak.duration_s)
         lazy = at_tenths(s.at_s, [k / 1024 for k in s.lazyfree_kib], soak.duration_s)
+        arrow = at_tenths(s.at_s, [b / 2**20 for b in s.arrow_bytes], soak.duration_s)
+        print("| Arrow's pool, allocated | " + " | ".join(f"{v:,.0f}" for v in arrow) + " |")
         print("| RSS: anonymous | " + " | ".join(f"{v:,.0f}" for v in anon) + " |")
         print("| of it lazily freed | " + " | ".join(f"{v:,.0f}" for v in lazy) + " |")
         filed = [r - a for r, a in zip(rss, anon, strict=True)]

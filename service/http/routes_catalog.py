@@ -5,12 +5,14 @@ from __future__ import annotations
 import sys
 from typing import Annotated, Any
 
+import pyarrow as pa
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import PlainTextResponse
 
 from service.http.auth import current_user
 from service.http.models import DynamicTable, Error, Health, RefreshOutcome, Table
 from service.serve.metric_families import (
+    ARROW_MEMORY,
     DUCKDB_MEMORY,
     DYNAMIC_TABLE_LAG,
     DYNAMIC_TABLE_TARGET,
@@ -134,11 +136,13 @@ def metrics(request: Request) -> PlainTextResponse:
     lag = server.with_cursor(describe.refresh_lag_s)
     targets = server.with_cursor(_freshness_targets)
     duckdb_memory = server.with_cursor(describe.duckdb_memory)
+    pool = pa.default_memory_pool()
     gauges: Gauges = {
         DYNAMIC_TABLE_LAG: {(("table", str(name)),): float(value) for name, value in lag.items()},
         DYNAMIC_TABLE_TARGET: {(("table", name),): value for name, value in targets.items()},
         DUCKDB_MEMORY: {(("tag", tag),): float(used) for tag, used in duckdb_memory.items()},
         PYTHON_BLOCKS: {(): float(sys.getallocatedblocks())},
+        ARROW_MEMORY: {(("pool", pool.backend_name),): float(pool.bytes_allocated())},
     }
     gauges.update(server.gauges())
     rss = resident_bytes()

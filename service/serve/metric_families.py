@@ -161,6 +161,12 @@ PYTHON_BLOCKS = _declare(
         "Objects the Python allocator holds (sys.getallocatedblocks).",
     )
 )
+ARROW_MEMORY = _declare(
+    Gauge(
+        "wanka_arrow_memory_bytes",
+        "Memory Arrow's default pool has allocated and not freed, by allocator.",
+    )
+)
 RESIDENT_MEMORY = _declare(
     Gauge("process_resident_memory_bytes", "Resident memory of the process.")
 )

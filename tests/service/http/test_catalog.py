@@ -109,3 +109,5 @@ def test_metrics_show_memory_by_holder(served: Served) -> None:
     assert gauges["wanka_python_allocated_blocks"] > 10_000
     duckdb_tags = [k for k in gauges if k.startswith("wanka_duckdb_memory_bytes{tag=")]
     assert duckdb_tags and all(gauges[k] > 0 for k in duckdb_tags)
+    arrow = [k for k in gauges if k.startswith("wanka_arrow_memory_bytes{pool=")]
+    assert len(arrow) == 1 and gauges[arrow[0]] >= 0
