@@ -209,7 +209,9 @@ def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray
     if shape.labels is not None and not shape.without:
         names = sorted(set(shape.labels))
         found = [tuple(vs) for vs in found]  # a label set is written once per group
-        texts = {vs: _json({n: v for n, v in zip(names, vs, strict=True) if v}) for vs in found}
+        texts = {
+            vs: _json({n: v for n, v in zip(names, vs, strict=True) if v}) for vs in set(found)
+        }
         found = [texts[vs] for vs in found]
     keys, index = np.unique(np.asarray(found, dtype=object), return_inverse=True)
     return sids, [str(k) for k in keys], index.astype(np.int64), kept or []
