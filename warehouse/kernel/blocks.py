@@ -297,7 +297,7 @@ def decode_rows(data: bytes, only: Sequence[int] | None = None) -> tuple[np.ndar
             continue
         values = (
             _unpack_int(code, section, runs)
-            if code in b"qr"
+            if code in (b"q", b"r")
             else _unpack_float(code, section, k, runs)
         )
         mask = None if nulls_at is None else _mask(count, _unpack(nulls_at, np.uint32))
