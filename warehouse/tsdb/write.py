@@ -188,8 +188,8 @@ def add_series(cur: duckdb.DuckDBPyConnection, relation: str) -> int:
     Ids go by metric first, so a metric's series are a narrow id range. The rows are stored by
     GPU and labels first, the metrics of one label set side by side: DuckDB compresses a string
     column per segment, and there the labels of one GPU repeat once per metric. Measured on a
-    day of 10,000 GPUs at 60 s (1.07M series): 48 storage blocks of the dictionary against 97
-    in id order."""
+    day of 10,000 GPUs at 60 s (1.07M series, bench_storage): 13.1 MB of dictionary against
+    26.7 MB stored in id order."""
     labels = ", ".join(LABEL_COLUMNS)
     known = int(cur.execute(f"SELECT coalesce(max(series_id), 0) FROM {SERIES}").fetchall()[0][0])
     new = f"_wanka_new_series_{threading.get_ident()}"
