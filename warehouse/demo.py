@@ -15,7 +15,7 @@ from warehouse.ingest import ReadOptions, ingest
 from warehouse.kernel.engine import Engine
 from warehouse.kernel.tables import DEMO
 from warehouse.simulate import SimConfig, simulate_cluster, write_formats
-from warehouse.tsdb import compact, tiers, write
+from warehouse.tsdb import tiers, write
 
 #: The demo always starts here, so the same demo run twice is recognised as built.
 DEMO_START = datetime(2026, 11, 1, tzinfo=UTC)
@@ -170,9 +170,6 @@ def build_demo(
     install_shipped(engine, refresh_existing=True)  # the shipped dynamic tables, fresh
     cur = engine.cursor()
     tiers.fold(cur)  # and the downsampling tiers
-    # and its closed windows in blocks, as a warehouse that ran through them holds them: left
-    # hot, `wanka serve` would compact them all at start, in turns with the first deliveries
-    compact.compact(cur)
     cur.close()
     summary.rows = _row_counts(engine)
     summary.seconds = time.perf_counter() - started
