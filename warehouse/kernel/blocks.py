@@ -16,13 +16,7 @@ The layout of a block, all integers little-endian:
     (int32), run lengths (uint32), each column, then the NULL positions (uint32) of each column
     that has NULLs.
 
-The series of one scrape share their timestamps, and the samples of one delivery their batch id,
-so most series runs of a block repeat another's timestamps and batch ids: 11,024 runs of a block of
-10,000 GPUs at 60 s held 170 distinct timestamp runs. An 'r' column keeps each distinct run once:
-its section is three, each a u32 length and its bytes: the distinct run each series run is (uint32),
-the distinct runs' lengths (uint32) and their values one after another (int64). Measured on a day
-of 10,000 GPUs at 60 s (229M samples), it takes timestamps from 0.040 to 0.003 bytes a sample and
-batch ids from 0.063 to 0.004: blocks from 1.024 to 0.929.
+An 'r' column is described in `warehouse/kernel/block_columns.py`.
 
 Two kinds of block share it (`Shape`): samples (ts µs, value, batch id), and the rows of a
 downsampling tier (bucket µs, samples, value sum, min, max and last, last time).
@@ -49,14 +43,20 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 from duckdb.func import FunctionNullHandling, PythonUDFType
-from pcodec import ChunkConfig, standalone
+
+from warehouse.kernel.block_columns import (
+    LEN,
+    pack,
+    pack_float,
+    pack_int,
+    unpack,
+    unpack_float,
+    unpack_int,
+)
 
 MAGIC = b"WKB1"
 _HEAD = struct.Struct("<4sIII")
 _COLUMN = struct.Struct("<cBB")
-_LEN = struct.Struct("<I")
-#: pcodec's default effort; level 8 measured 0.5 % smaller and 2× slower to encode.
-_CONFIG = ChunkConfig(compression_level=8)
 _TS = pa.timestamp("us", tz="UTC")
 _EMPTY = np.zeros(0, dtype=np.int64)
 
@@ -145,107 +145,6 @@ def decode(data: bytes) -> Samples:
     return Samples(ids, ts, value, batch, value_null, batch_null)
 
 
-def _pack(array: np.ndarray) -> bytes:
-    if not len(array):
-        return b""
-    return bytes(standalone.simple_compress(np.ascontiguousarray(array), _CONFIG))
-
-
-def _unpack(data: memoryview, dtype: type) -> np.ndarray:
-    if not len(data):
-        return np.zeros(0, dtype=dtype)
-    return np.asarray(standalone.simple_decompress(bytes(data)), dtype=dtype)
-
-
-def _decimal(values: np.ndarray) -> tuple[int, np.ndarray] | None:
-    """The fewest decimals k ≤ 6 such that every value is exactly its integer × 10^-k, bit for
-    bit (so -0.0, NaN and ±Inf rule it out), and those integers; None if there are none."""
-    if not np.isfinite(values).all():
-        return None
-    for k in range(7):
-        scaled = np.round(values * 10.0**k)
-        if np.abs(scaled).max(initial=0) >= 2**53:
-            return None
-        ints = scaled.astype(np.int64)  # as decoding will divide them: -0.0 does not survive
-        if np.array_equal((ints / 10.0**k).view(np.uint64), values.view(np.uint64)):
-            return k, ints
-    return None
-
-
-def _pack_float(values: np.ndarray, starts: np.ndarray) -> tuple[bytes, bytes, int]:
-    """A float column in the fewest bytes of: its bits ('d'); integers × 10^-k ('k'); those
-    integers' differences along each series run ('K', counters); (code, bytes, k)."""
-    best = (b"d", _pack(values.astype(np.float64, copy=False)), 0)
-    found = _decimal(values)
-    if found is not None:
-        k, ints = found
-        steps = np.diff(ints, prepend=np.int64(0))
-        steps[starts] = ints[starts]
-        for code, form in ((b"k", ints), (b"K", steps)):
-            packed = _pack(form)
-            if len(packed) < len(best[1]):
-                best = (code, packed, k)
-    return best
-
-
-def _unpack_float(code: bytes, data: memoryview, k: int, runs: np.ndarray) -> np.ndarray:
-    if code == b"d":
-        return _unpack(data, np.float64)
-    ints = _unpack(data, np.int64)
-    if code == b"K":  # the sums along each run; int64 wraps alike both ways, so this is exact
-        sums = np.cumsum(ints)
-        ends = np.cumsum(runs.astype(np.int64))
-        ints = sums - np.repeat(np.r_[np.int64(0), sums[ends[:-1] - 1]], runs)
-    return ints / 10.0**k
-
-
-def _pack_int(values: np.ndarray, starts: np.ndarray, runs: np.ndarray) -> tuple[bytes, bytes, int]:
-    """An int64 column in the fewer bytes of: as it is ('q'); its distinct series runs once each,
-    and which one each run is ('r'); (code, bytes, 0)."""
-    plain = _pack(values)
-    repeated = _repeats(values, starts, runs)
-    if repeated is not None and len(repeated) < len(plain):
-        return b"r", repeated, 0
-    return b"q", plain, 0
-
-
-def _repeats(values: np.ndarray, starts: np.ndarray, runs: np.ndarray) -> bytes | None:
-    """The 'r' section of an int64 column (see the module's docstring); None when most of its
-    series runs are distinct, and it could not be smaller."""
-    distinct: dict[bytes, int] = {}
-    which = np.empty(len(runs), dtype=np.uint32)
-    kept: list[np.ndarray] = []
-    for at, (start, run) in enumerate(zip(starts.tolist(), runs.tolist(), strict=True)):
-        piece = values[start : start + run]
-        found = distinct.setdefault(piece.tobytes(), len(distinct))
-        if found == len(kept):
-            kept.append(piece)
-            if 2 * len(kept) > len(runs) + 1:
-                return None
-        which[at] = found
-    lengths = np.fromiter((len(p) for p in kept), dtype=np.uint32, count=len(kept))
-    parts = [_pack(which), _pack(lengths), _pack(np.concatenate(kept) if kept else values[:0])]
-    return b"".join(_LEN.pack(len(p)) + p for p in parts)
-
-
-def _unpack_int(code: bytes, data: memoryview, runs: np.ndarray) -> np.ndarray:
-    if code == b"q":
-        return _unpack(data, np.int64)
-    parts, at = [], 0
-    for _ in range(3):
-        (size,) = _LEN.unpack_from(data, at)
-        parts.append(data[at + _LEN.size : at + _LEN.size + size])
-        at += _LEN.size + size
-    which = _unpack(parts[0], np.uint32)
-    lengths = _unpack(parts[1], np.uint32)
-    kept = _unpack(parts[2], np.int64)
-    if len(which) != len(runs) or not np.array_equal(lengths[which], runs):
-        raise ValueError("a block's repeated runs do not match its series runs")
-    ends = np.cumsum(lengths, dtype=np.int64).tolist()
-    pieces = [kept[end - size : end] for end, size in zip(ends, lengths.tolist(), strict=True)]
-    return np.concatenate([pieces[w] for w in which.tolist()]) if pieces else kept
-
-
 def encode_rows(series_id: np.ndarray, columns: Sequence[Column]) -> bytes:
     """One block of rows ordered by series: their series ids and their columns (int64 or
     float64; a float goes in by its bits, or as decimal integers where that is smaller and
@@ -253,19 +152,19 @@ def encode_rows(series_id: np.ndarray, columns: Sequence[Column]) -> bytes:
     ids = series_id.astype(np.int32, copy=False)
     starts = np.flatnonzero(np.diff(ids, prepend=np.int64(ids[0]) - 1)) if len(ids) else ids
     runs = np.diff(np.append(starts, len(ids))).astype(np.uint32)
-    kinds, sections, nulls = [], [_pack(ids[starts]), _pack(runs)], []
+    kinds, sections, nulls = [], [pack(ids[starts]), pack(runs)], []
     for values, mask in columns:
         has = mask is not None and bool(mask.any())
         if values.dtype.kind == "f":
-            code, packed, k = _pack_float(values, starts)
+            code, packed, k = pack_float(values, starts)
         else:
-            code, packed, k = _pack_int(values.astype(np.int64, copy=False), starts, runs)
+            code, packed, k = pack_int(values.astype(np.int64, copy=False), starts, runs)
         kinds.append(_COLUMN.pack(code, has, k))
         sections.append(packed)
         if mask is not None and has:
-            nulls.append(_pack(np.flatnonzero(mask).astype(np.uint32)))
+            nulls.append(pack(np.flatnonzero(mask).astype(np.uint32)))
     head = _HEAD.pack(MAGIC, len(ids), len(runs), len(columns)) + b"".join(kinds)
-    return head + b"".join(_LEN.pack(len(s)) + s for s in [*sections, *nulls])
+    return head + b"".join(LEN.pack(len(s)) + s for s in [*sections, *nulls])
 
 
 def decode_rows(data: bytes, only: Sequence[int] | None = None) -> tuple[np.ndarray, list[Column]]:
@@ -282,10 +181,10 @@ def decode_rows(data: bytes, only: Sequence[int] | None = None) -> tuple[np.ndar
         at += _COLUMN.size
     sections = []
     while at < len(view):
-        (size,) = _LEN.unpack_from(view, at)
-        sections.append(view[at + _LEN.size : at + _LEN.size + size])
-        at += _LEN.size + size
-    ids, runs = _unpack(sections[0], np.int32), _unpack(sections[1], np.uint32)
+        (size,) = LEN.unpack_from(view, at)
+        sections.append(view[at + LEN.size : at + LEN.size + size])
+        at += LEN.size + size
+    ids, runs = unpack(sections[0], np.int32), unpack(sections[1], np.uint32)
     nulls = iter(sections[2 + width :])
     columns: list[Column] = []
     for at, ((code, has, k), section) in enumerate(
@@ -296,11 +195,11 @@ def decode_rows(data: bytes, only: Sequence[int] | None = None) -> tuple[np.ndar
             columns.append((_EMPTY, None))
             continue
         values = (
-            _unpack_int(code, section, runs)
+            unpack_int(code, section, runs)
             if code in (b"q", b"r")
-            else _unpack_float(code, section, k, runs)
+            else unpack_float(code, section, k, runs)
         )
-        mask = None if nulls_at is None else _mask(count, _unpack(nulls_at, np.uint32))
+        mask = None if nulls_at is None else _mask(count, unpack(nulls_at, np.uint32))
         columns.append((values, mask))
     return np.repeat(ids, runs), columns
 
@@ -434,13 +333,13 @@ def decode_samples(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     at += width * _COLUMN.size
     sections = []
     for _ in range(4):  # ids, runs, ts, value
-        (size,) = _LEN.unpack_from(view, at)
-        sections.append(view[at + _LEN.size : at + _LEN.size + size])
-        at += _LEN.size + size
-    runs = _unpack(sections[1], np.uint32)
+        (size,) = LEN.unpack_from(view, at)
+        sections.append(view[at + LEN.size : at + LEN.size + size])
+        at += LEN.size + size
+    runs = unpack(sections[1], np.uint32)
     code, has_nulls, k = kinds[1]
     if has_nulls:
         raise ValueError("the block has NULL values")
-    values = _unpack_float(code, sections[3], k, runs)
-    ts = _unpack_int(kinds[0][0], sections[2], runs)
-    return _unpack(sections[0], np.int32), runs, ts, values
+    values = unpack_float(code, sections[3], k, runs)
+    ts = unpack_int(kinds[0][0], sections[2], runs)
+    return unpack(sections[0], np.int32), runs, ts, values
