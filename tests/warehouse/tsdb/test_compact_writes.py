@@ -5,12 +5,10 @@ with compactions do what they do to a plain table."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -35,6 +33,7 @@ from tests.warehouse.tsdb.compacted import (
     rows,
     table,
 )
+from tests.warehouse.tsdb.versions import engine_of_version
 from tests.warehouses import Warehouses
 from warehouse.dynamic import retention as checked
 from warehouse.errors import UserError
@@ -222,21 +221,7 @@ def test_a_compaction_killed_half_way_loses_and_doubles_nothing(
         assert count(cur, "SELECT sum(samples) FROM wanka.gpu_blocks") == sum(before.values())
 
 
-# -- 8. a file of version 20 ------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _engine_of_version(patch: pytest.MonkeyPatch, path: Path, version: int) -> Iterator[Engine]:
-    """A warehouse at `path` made by the schema steps up to `version` alone, with the reference
-    tables such a file has (later steps add their own)."""
-    old_steps = tuple(m for m in catalog.migrations() if m.version <= version)
-    old_sql = "\n".join(m.sql for m in old_steps)
-    old_refs = tuple(r for r in catalog.reference_tables() if f"CREATE TABLE {r.table} " in old_sql)
-    patch.setattr(catalog, "migrations", lambda folder=None: old_steps)
-    patch.setattr(catalog, "reference_tables", lambda folder=None: old_refs)
-    with Engine(str(path)) as old:
-        assert old.schema_version == version
-        yield old
+# -- 8. files of older versions (tests/warehouse/tsdb/versions.py) -------------------------
 
 
 def test_a_version_20_file_migrates_in_place_and_compacts(
@@ -244,7 +229,7 @@ def test_a_version_20_file_migrates_in_place_and_compacts(
 ) -> None:
     path = tmp_path / "v20.duckdb"
     every = catalog.migrations()
-    with monkeypatch.context() as patch, _engine_of_version(patch, path, 20) as old:
+    with monkeypatch.context() as patch, engine_of_version(patch, path, 20) as old:
         cur = old.cursor()
         append(cur, grid(5, hosts=2))
         append(cur, table([(T0, "h0", 0, METRICS[0], None, double(SPECIAL_BITS[2]))]))
@@ -272,7 +257,7 @@ def test_a_version_26_file_keeps_its_blocks_and_stores_them_uncompressed(
     every = catalog.migrations()
     blocks_sql = "SELECT count(*) FROM wanka.gpu_blocks"
     tiers_sql = "SELECT count(*) FROM wanka.tier_blocks"
-    with monkeypatch.context() as patch, _engine_of_version(patch, path, 26) as old:
+    with monkeypatch.context() as patch, engine_of_version(patch, path, 26) as old:
         cur = old.cursor()
         append(cur, grid(5, hosts=2))
         tiers.fold(cur)

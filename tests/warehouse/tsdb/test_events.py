@@ -9,6 +9,7 @@ import io
 import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
+from tests.warehouse.tsdb.versions import engine_of_version
 from tests.warehouses import Warehouses
 from warehouse.kernel.engine import Engine
 from warehouse.tsdb.append import append
@@ -244,3 +246,41 @@ def test_a_nan_sample_is_no_event_and_no_error(cur: Any) -> None:
         rows.append((ts, "n1", 0, "GPU-a", SBE, float("nan") if k == 3 else 1.0))
     append(cur, table(rows))
     assert events(cur, silent=True) == []
+
+
+def test_a_version_27_file_loses_the_state_key_and_moves_the_state_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Step 28 drops gpu_event_state's PRIMARY KEY (its ART index was 10× the rows on disk).
+    The state written before is kept, and an ingest after the step finds its events against
+    it and leaves one row per GPU and field."""
+    path = tmp_path / "v27.duckdb"
+    first = [(T0 + timedelta(minutes=k), "n1", g, f"GPU-{g}", XID, 0.0) for k in range(3)
+             for g in range(2)]  # fmt: skip
+    with monkeypatch.context() as patch, engine_of_version(patch, path, 27) as old:
+        append(old.cursor(), table(first))
+        keyed = old.con.sql(
+            "SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'gpu_event_state' "
+            "AND constraint_type = 'PRIMARY KEY'"
+        ).fetchall()
+        assert keyed == [(1,)]
+    with Engine(str(path)) as eng:
+        cur = eng.cursor()
+        assert cur.sql(
+            "SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'gpu_event_state' "
+            "AND constraint_type = 'PRIMARY KEY'"
+        ).fetchall() == [(0,)]
+        state = "SELECT host, gpu, metric, ts, value FROM wanka.gpu_event_state ORDER BY ALL"
+        assert cur.sql(state).fetchall() == [
+            ("n1", g, XID, T0 + timedelta(minutes=2), 0.0) for g in range(2)
+        ]
+        later = T0 + timedelta(minutes=3)
+        append(
+            cur, table([(later, "n1", 1, "GPU-1", XID, 79.0), (later, "n1", 2, "GPU-2", XID, 0.0)])
+        )
+        assert cur.sql(state).fetchall() == [
+            ("n1", 0, XID, T0 + timedelta(minutes=2), 0.0),
+            ("n1", 1, XID, later, 79.0),
+            ("n1", 2, XID, later, 0.0),
+        ]
+        assert [(g, kind, code) for _, _, g, kind, code, _ in events(cur)] == [(1, "xid", 79)]
