@@ -1,9 +1,9 @@
 """The columns of a block: each compressed by pcodec, in whichever of a few forms is fewest bytes.
 
 An int64 column is stored as it is ('q'), or as series runs that repeat ('r'). A float column
-is stored by its bits ('d'), as integers × 10^-k ('k'), or as those integers' differences along
-each series run ('K', counters). The block's layout around them is in
-`warehouse/kernel/blocks.py`.
+is stored by its bits ('d'), as integers × 10^-k ('k'), as those integers' differences along
+each series run ('K', counters), or as each run's median and the integers less it ('o'). The
+block's layout around them is in `warehouse/kernel/blocks.py`.
 
 The series of one scrape share their timestamps, and the samples of one delivery their batch id,
 so most series runs of a block repeat another's timestamps and batch ids: 11,024 runs of a block of
@@ -12,6 +12,12 @@ its section is three, each a u32 length and its bytes: the distinct run each ser
 the distinct runs' lengths (uint32) and their values one after another (int64). Measured on a day
 of 10,000 GPUs at 60 s (229M samples), it takes timestamps from 0.040 to 0.003 bytes a sample and
 batch ids from 0.063 to 0.004: blocks from 1.024 to 0.929.
+
+An 'o' column is for readings that each GPU holds near its own level (temperatures, clocks,
+utilisation, power): stored as they are, pcodec codes every GPU's level again in each sample;
+as steps, each sample pays for two readings' noise. Its section is a u32 length, the runs'
+medians (int64), then the integers less their run's median (int64). On the same day it took
+GPU temperatures from 10.2 to 8.6 MB and all values from 365 to 358 MB (a sample of blocks).
 """
 
 from __future__ import annotations
@@ -56,23 +62,55 @@ def decimal(values: np.ndarray) -> tuple[int, np.ndarray] | None:
 
 def pack_float(values: np.ndarray, starts: np.ndarray) -> tuple[bytes, bytes, int]:
     """A float column in the fewest bytes of: its bits ('d'); integers × 10^-k ('k'); those
-    integers' differences along each series run ('K', counters); (code, bytes, k)."""
+    integers' differences along each series run ('K', counters); each run's median and the
+    integers less it ('o'); (code, bytes, k)."""
     best = (b"d", pack(values.astype(np.float64, copy=False)), 0)
     found = decimal(values)
-    if found is not None:
+    if found is not None and len(values):
         k, ints = found
         steps = np.diff(ints, prepend=np.int64(0))
         steps[starts] = ints[starts]
-        for code, form in ((b"k", ints), (b"K", steps)):
-            packed = pack(form)
+        offsets = by_median(ints, starts, np.diff(np.append(starts, len(ints))))
+        for code, packed in ((b"k", pack(ints)), (b"K", pack(steps)), (b"o", offsets)):
             if len(packed) < len(best[1]):
                 best = (code, packed, k)
     return best
 
 
+def by_median(ints: np.ndarray, starts: np.ndarray, runs: np.ndarray) -> bytes:
+    """The 'o' section of decimal integers: the runs' medians, then the integers less them."""
+    medians = run_medians(ints, starts, runs)
+    bases = pack(medians)
+    return LEN.pack(len(bases)) + bases + pack(ints - np.repeat(medians, runs))
+
+
+#: Sorting (run, value) as one int64 key leaves 40 bits to a value's distance from the least.
+_VALUE_BITS = 40
+
+
+def run_medians(ints: np.ndarray, starts: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """Each series run's median (the lower of the middle two), by one sort of (run, value)
+    keys: 20 ms for 2^20 samples where a sort per run took 180. Where the values span more than
+    2^40, each run's mean rounded."""
+    least = int(ints.min())
+    if int(ints.max()) - least >= 2**_VALUE_BITS or len(runs) >= 2 ** (63 - _VALUE_BITS):
+        sums = np.add.reduceat(ints.astype(np.float64), starts)
+        return np.round(sums / runs).astype(np.int64)
+    keys = np.repeat(np.arange(len(runs), dtype=np.int64) << _VALUE_BITS, runs) + (ints - least)
+    keys.sort()
+    return (keys[starts + (runs - 1) // 2] & (2**_VALUE_BITS - 1)) + least
+
+
 def unpack_float(code: bytes, data: memoryview, k: int, runs: np.ndarray) -> np.ndarray:
     if code == b"d":
         return unpack(data, np.float64)
+    if code == b"o":
+        (size,) = LEN.unpack_from(data, 0)
+        medians = unpack(data[LEN.size : LEN.size + size], np.int64)
+        if len(medians) != len(runs):
+            raise ValueError("a block's run medians do not match its series runs")
+        ints = unpack(data[LEN.size + size :], np.int64) + np.repeat(medians, runs)
+        return ints / 10.0**k
     ints = unpack(data, np.int64)
     if code == b"K":  # the sums along each run; int64 wraps alike both ways, so this is exact
         sums = np.cumsum(ints)

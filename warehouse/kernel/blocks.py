@@ -11,12 +11,13 @@ The layout of a block, all integers little-endian:
 
     b"WKB1"  u32 rows  u32 runs  u32 columns  then per column: u8 type ('q' int64; 'r' int64
     as series runs that repeat, see below; a float as 'd' its bits, 'k' integers × 10^-k, 'K'
-    those integers' differences along each series run),
+    those integers' differences along each series run, 'o' each run's median and the integers
+    less it),
     u8 whether it has NULLs, u8 k; then sections, each a u32 length and its bytes: series ids
     (int32), run lengths (uint32), each column, then the NULL positions (uint32) of each column
     that has NULLs.
 
-An 'r' column is described in `warehouse/kernel/block_columns.py`.
+'r' and 'o' columns are described in `warehouse/kernel/block_columns.py`.
 
 Two kinds of block share it (`Shape`): samples (ts µs, value, batch id), and the rows of a
 downsampling tier (bucket µs, samples, value sum, min, max and last, last time).

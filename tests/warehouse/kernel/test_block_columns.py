@@ -5,6 +5,7 @@ for bit."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,8 @@ from warehouse.kernel import block_columns, blocks
 @st.composite
 def decimal_runs(draw: Draw) -> blocks.Samples:
     """Series runs of decimal readings (k digits after the point, up to ±2^53 as integers):
-    gauges, and counters that climb and reset, as DCGM's fields are."""
+    gauges anywhere in their range, gauges near a level of their own, and counters that climb
+    and reset, as DCGM's fields are."""
     k = draw(st.integers(0, 6))
     top = draw(st.sampled_from([100, 10**6, 2**53 - 1]))
     counts = draw(st.lists(st.integers(1, 30), min_size=1, max_size=5))
@@ -28,6 +30,10 @@ def decimal_runs(draw: Draw) -> blocks.Samples:
             if n > 2 and draw(st.booleans()):
                 run[n // 2 :] -= run[n // 2] - draw(st.integers(0, 5))
             ints.append(np.clip(run, -top, top))
+        elif draw(st.booleans()):  # near a level of its own, as a GPU's temperature is
+            level = draw(st.integers(-top + 50, top - 50))
+            noise = draw(st.lists(st.integers(-50, 50), min_size=n, max_size=n))
+            ints.append(level + np.array(noise))
         else:
             ints.append(np.array(draw(st.lists(st.integers(-top, top), min_size=n, max_size=n))))
     values = np.concatenate(ints).astype(np.int64) / 10.0**k
@@ -45,8 +51,20 @@ def decimal_runs(draw: Draw) -> blocks.Samples:
 @settings(max_examples=examples(2), deadline=None)
 @given(decimal_runs())
 def test_decimal_readings_and_counters_come_back_bit_for_bit(samples: blocks.Samples) -> None:
-    """Stored as integers or their steps along each series when smaller: still every bit."""
+    """Stored as integers, their steps along each series or each series' median and the
+    integers less it, when smaller: still every bit. Each integer form on its own, too, chosen
+    or not."""
     assert_same(blocks.decode(blocks.encode(samples)), samples)
+    found = block_columns.decimal(samples.value)
+    if found is None:
+        return
+    k, ints = found
+    starts = np.flatnonzero(np.diff(samples.series_id, prepend=-1))
+    runs = np.diff(np.append(starts, len(ints))).astype(np.uint32)
+    got = block_columns.unpack_float(
+        b"o", memoryview(block_columns.by_median(ints, starts, runs)), k, runs
+    )
+    np.testing.assert_array_equal(got.view(np.uint64), samples.value.view(np.uint64))
 
 
 def test_decimal_readings_are_stored_as_integers_when_that_is_smaller() -> None:
@@ -63,9 +81,44 @@ def test_decimal_readings_are_stored_as_integers_when_that_is_smaller() -> None:
         )
         data = blocks.encode(samples)
         code, packed, _k = block_columns.pack_float(values, np.arange(0, 4000, 1000))
-        assert code == data[19:20] and code in (b"k", b"K")  # the value column's, after ts'
+        assert code == data[19:20] and code in (b"k", b"K", b"o")  # the value column's, after ts'
         assert len(packed) < len(block_columns.pack(values))  # fewer bytes than the floats' bits
         assert_same(blocks.decode(data), samples)
+
+
+def test_readings_near_each_series_level_are_stored_as_medians_and_offsets() -> None:
+    """400 GPUs' temperatures, each near a level of its own: the runs' medians and what each
+    reading is off its median take fewer bytes than the integers or their steps, and come back
+    bit for bit; medians that do not match the runs are an error, not wrong readings."""
+    rng = np.random.default_rng(7)
+    levels = np.repeat(rng.integers(30, 80, 400), 120)
+    values = (levels + rng.integers(-2, 3, 400 * 120)).astype(np.float64)
+    starts = np.arange(0, 400 * 120, 120)
+    code, packed, k = block_columns.pack_float(values, starts)
+    assert (code, k) == (b"o", 0)
+    ints = values.astype(np.int64)
+    steps = np.diff(ints, prepend=np.int64(0))
+    steps[starts] = ints[starts]
+    assert len(packed) < min(len(block_columns.pack(ints)), len(block_columns.pack(steps)))
+    runs = np.full(400, 120, dtype=np.uint32)
+    got = block_columns.unpack_float(code, memoryview(packed), k, runs)
+    np.testing.assert_array_equal(got.view(np.uint64), values.view(np.uint64))
+    with pytest.raises(ValueError, match="medians"):
+        block_columns.unpack_float(code, memoryview(packed), k, runs[:-1])
+
+
+def test_run_medians_are_each_runs_middle_value() -> None:
+    rng = np.random.default_rng(3)
+    runs = rng.integers(1, 9, 300)
+    starts = np.cumsum(runs) - runs
+    for span in (100, 2**45):  # by sorted keys; too wide for them: the rounded means
+        ints = rng.integers(-span, span, int(runs.sum()))
+        got = block_columns.run_medians(ints, starts, runs)
+        pieces = [np.sort(ints[a : a + r]) for a, r in zip(starts, runs, strict=True)]
+        if span == 100:
+            assert got.tolist() == [int(p[(len(p) - 1) // 2]) for p in pieces]
+        else:
+            assert got.tolist() == [round(float(np.mean(p))) for p in pieces]
 
 
 @st.composite
