@@ -94,11 +94,13 @@ def run_medians(ints: np.ndarray, starts: np.ndarray, runs: np.ndarray) -> np.nd
     2^40, each run's mean rounded."""
     least = int(ints.min())
     if int(ints.max()) - least >= 2**_VALUE_BITS or len(runs) >= 2 ** (63 - _VALUE_BITS):
-        sums = np.add.reduceat(ints.astype(np.float64), starts)
-        return np.round(sums / runs).astype(np.int64)
+        sums: np.ndarray = np.add.reduceat(ints.astype(np.float64), starts)
+        means: np.ndarray = np.round(sums / runs).astype(np.int64)
+        return means
     keys = np.repeat(np.arange(len(runs), dtype=np.int64) << _VALUE_BITS, runs) + (ints - least)
     keys.sort()
-    return (keys[starts + (runs - 1) // 2] & (2**_VALUE_BITS - 1)) + least
+    middles: np.ndarray = keys[starts + (runs - 1) // 2] & (2**_VALUE_BITS - 1)
+    return middles + least
 
 
 def unpack_float(code: bytes, data: memoryview, k: int, runs: np.ndarray) -> np.ndarray:
@@ -109,8 +111,9 @@ def unpack_float(code: bytes, data: memoryview, k: int, runs: np.ndarray) -> np.
         medians = unpack(data[LEN.size : LEN.size + size], np.int64)
         if len(medians) != len(runs):
             raise ValueError("a block's run medians do not match its series runs")
-        ints = unpack(data[LEN.size + size :], np.int64) + np.repeat(medians, runs)
-        return ints / 10.0**k
+        offsets = unpack(data[LEN.size + size :], np.int64)
+        readings: np.ndarray = (offsets + np.repeat(medians, runs)) / 10.0**k
+        return readings
     ints = unpack(data, np.int64)
     if code == b"K":  # the sums along each run; int64 wraps alike both ways, so this is exact
         sums = np.cumsum(ints)
