@@ -11,10 +11,12 @@ stores get the same remote_write requests (snappy protobuf, a half hour of sampl
 entry, in time order so that Prometheus's head takes them all): Prometheus and VictoriaMetrics
 over HTTP at /api/v1/write, wanka through its remote_write decode and store into the database
 that `wanka serve` then serves; the ingest times are those of each. Prometheus is given time to
-compact its head as a live one would have; VictoriaMetrics (started with `-search.disableCache`
-and `-retentionPeriod=100y`) is flushed (`/internal/force_flush`, counted in its ingest) and
-given time to finish its background merges; wanka's database is compacted (`compact` with the
-real now: the closed 2 h windows go into compressed blocks, the open one stays hot).
+compact its head as a live one would have; wanka is served with `--promql-cache-offset 0` (no
+result cache) as VictoriaMetrics is started with `-search.disableCache` (and
+`-retentionPeriod=100y`); VictoriaMetrics is flushed (`/internal/force_flush`, counted in its
+ingest) and given time to finish its background merges; wanka's database is compacted
+(`compact` with the real now: the closed 2 h windows go into compressed blocks, the open one
+stays hot).
 
 Then Grafana's requests, over HTTP to both: the template variables
 (`label_values(DCGM_FI_DEV_GPU_TEMP, instance)` and `..., gpu)` as /api/v1/label/*/values),
@@ -248,7 +250,7 @@ def main() -> None:
             per = f" ({size / moved:.2f} B/sample)" if moved else ""
             print(f"wanka: {moved:,} of {samples:,} samples ({moved / samples:.0%}) compacted "
                   f"into blocks{per} in {spent:.1f} s, the rest hot")  # fmt: skip
-            server, ours = start_server(db, "--timeout-s", "600")
+            server, ours = start_server(db, "--timeout-s", "600", "--promql-cache-offset", "0")
             try:
                 with httpx.Client(timeout=60) as client:
                     asked = requests_of_dashboard(client, theirs, start_ms // 1000, end_ms // 1000)

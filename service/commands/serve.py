@@ -201,6 +201,12 @@ def _open(
     help="Evaluate rules this long before now: late remote-written samples [default: 10s].",
 )
 @click.option(
+    "--promql-cache-offset",
+    type=Duration(),
+    help="Keep range answers' steps older than this for the next query of the same panel "
+    "(0: keep none) [default: 5m].",
+)
+@click.option(
     "--external-url",
     help="The URL alerts link back to (generatorURL) [default: http://HOST:PORT].",
 )

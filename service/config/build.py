@@ -75,7 +75,16 @@ def build(
         shutdown_grace_s=raw.get("shutdown", {}).get("grace_period", _BASE.shutdown_grace_s),
         config_file=config_file,
         rules=_rules(raw, flags),
+        promql_cache_s=_promql_cache(raw, flags),
     )
+
+
+def _promql_cache(raw: Mapping[str, Any], flags: Mapping[str, Any]) -> float | None:
+    """The PromQL result cache's offset in seconds; None (`off`, or a flag of 0): no cache."""
+    if "promql_cache_offset" in flags:
+        return flags["promql_cache_offset"] or None
+    offset = raw.get("promql", {}).get("cache_offset", _BASE.promql_cache_s)
+    return offset or None
 
 
 def _rules(raw: Mapping[str, Any], flags: Mapping[str, Any]) -> RuleSettings:

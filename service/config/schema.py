@@ -151,5 +151,7 @@ SHAPE = Section(
             }
         ),
         "shutdown": Section({"grace_period": duration}),
+        # a range answer's steps older than cache_offset are kept for the next query (`off`)
+        "promql": Section({"cache_offset": _keep}),
     }
 )

@@ -26,7 +26,7 @@ from service.http.workers import off_loop
 from service.serve.server import Server
 from service.serve.session import QueryTimeout, Session
 from warehouse.errors import UserError
-from warehouse.promql import catalog, evaluate, native, render, times, translate
+from warehouse.promql import catalog, evaluate, native, render, result_cache, times, translate
 from warehouse.promql.evaluate import Compiled
 from warehouse.promql.plan import PromQLError
 from warehouse.security.policy import Refused
@@ -227,9 +227,21 @@ async def _query_range(request: Request, given: dict[str, list[str]]) -> Any:
     start = time_ms(one(given, "start"), "start", 0)
     end = time_ms(one(given, "end"), "end", 0)
     step = duration_ms(one(given, "step") or "", "step")
-    compiled = evaluate.range_query(expression, start, end, step)
+    compiled = evaluate.range_query(expression, start, end, step)  # a bad query fails here
     server = request.app.state.server
-    return await off_loop(request, _answer, server, _user(request), compiled, _timeout_s(given))
+    user, timeout_s = _user(request), _timeout_s(given)
+    cache = server.promql_cache
+    if not cache.offset_ms or not result_cache.cacheable(expression):
+        return await off_loop(request, _answer, server, user, compiled, timeout_s)
+
+    def steps(lo: int, hi: int) -> Any:
+        part = (
+            compiled if (lo, hi) == (start, end) else evaluate.range_query(expression, lo, hi, step)
+        )
+        return _answer(server, user, part, timeout_s)
+
+    key = (user.name, user.role, expression)
+    return await off_loop(request, cache.range_answer, key, start, end, step, steps)
 
 
 def _window(given: dict[str, list[str]]) -> tuple[int, int]:

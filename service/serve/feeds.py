@@ -36,6 +36,7 @@ from service.serve.metric_families import (
 )
 from service.serve.metrics import Gauges, Labels
 from service.serve.settings import FeedSettings, ScrapeJob, ServeSettings
+from warehouse.remote_write.rows import oldest_ms
 
 if TYPE_CHECKING:
     from warehouse.scrape.scraper import Health
@@ -179,7 +180,8 @@ class ScrapeLoop:
             self._reload()
             try:
                 done = self.scraper.round(self.targets)
-                with core.writes.hold(done, core.limits.timeout_s, "scrape"):
+                oldest = oldest_ms(done.rows)
+                with core.writes.hold(done, core.limits.timeout_s, "scrape", oldest):
                     stored = core.with_cursor(partial(store_round, done=done))
             except Exception as error:  # the loop must outlive any one failure
                 log.exception("scrape round failed")

@@ -167,6 +167,16 @@ ARROW_MEMORY = _declare(
         "Memory Arrow's default pool has allocated and not freed, by allocator.",
     )
 )
+PROMQL_CACHE_ANSWERS = _declare(
+    Counter(
+        "wanka_promql_cache_answers_total",
+        "PromQL range answers, by how the result cache made them: hit (no step evaluated), "
+        "partial (the newest steps evaluated), miss, bypass (not kept).",
+    )
+)
+PROMQL_CACHE_POINTS = _declare(
+    Gauge("wanka_promql_cache_points", "Points of range answers the PromQL result cache keeps.")
+)
 RESIDENT_MEMORY = _declare(
     Gauge("process_resident_memory_bytes", "Resident memory of the process.")
 )

@@ -149,10 +149,13 @@ class Rules:
         with self.lock:
             due = self.manager.due(now_ms)
         # the write gate only around each write: queries (seconds for a large group) never
-        # hold up remote_write or ingest
+        # hold up remote_write or ingest. Rules write their samples (and staleness markers) at
+        # their evaluation times, which the gate is told (the PromQL result cache keeps steps
+        # older than a few minutes).
+        oldest = min((ts for _, ts in due), default=None)
         store = Store(
             cur, self._core.limits.timeout_s, workers=QUERY_WORKERS,
-            guard=lambda: self._core.writes.hold(cur, WRITE_WAIT_S, "rules"),
+            guard=lambda: self._core.writes.hold(cur, WRITE_WAIT_S, "rules", oldest),
         )  # fmt: skip
         if any(reads is not None and METRIC in reads for r, _ in due for reads in r.reads):
             self.health.write(store, max(ts for _, ts in due))
@@ -161,7 +164,7 @@ class Rules:
             try:
                 with self.lock:
                     alerts = self.manager.evaluate(runner, store, ts_ms)
-                with self._core.writes.hold(cur, WRITE_WAIT_S, "rules"):
+                with self._core.writes.hold(cur, WRITE_WAIT_S, "rules", ts_ms):
                     tables.save_group(cur, runner)
             except WriterBusy:
                 metrics.count(RULE_GROUP_ITERATIONS_MISSED, rule_group=group)

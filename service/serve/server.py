@@ -31,6 +31,8 @@ from service.serve.metric_families import (
     CONFIG_RELOAD_AT,
     CONFIG_RELOAD_OK,
     PROCESS_START,
+    PROMQL_CACHE_ANSWERS,
+    PROMQL_CACHE_POINTS,
 )
 from service.serve.metrics import Gauges, Metrics
 from service.serve.retention_rules import RetentionRules
@@ -42,6 +44,7 @@ from service.serve.settings import Limits, ServeSettings
 from service.serve.throttle import AuthThrottle
 from service.serve.writer import Writer
 from service.serve.writes import WriteGate
+from warehouse.promql.result_cache import ResultCache
 from warehouse.security.users import ScramSecret, User
 
 if TYPE_CHECKING:
@@ -85,6 +88,12 @@ class Server:
             self.engine.lock_down(memory_limit=self.settings.limits.memory_limit)
         metrics = Metrics()
         self.core = Core(self.engine, metrics, WriteGate(metrics), self.settings.limits)
+        #: Range answers kept for their steps older than its offset (settings.promql_cache_s)
+        self.promql_cache = ResultCache(
+            self.settings.promql_cache_s or 0.0,
+            answered=lambda kind: metrics.count(PROMQL_CACHE_ANSWERS, kind=kind),
+        )
+        self.core.writes.listen(self.promql_cache.note_write)
         self.auth_throttle = AuthThrottle()  # failed logins per address, both faces
         self.auth = Auth(self.core)
         self.sessions = Sessions(self.core)
@@ -133,6 +142,10 @@ class Server:
         and the addresses listened on stay as opened."""
         self.settings = settings
         self.core.limits = settings.limits
+        offset_ms = int((settings.promql_cache_s or 0.0) * 1000)
+        if offset_ms != self.promql_cache.offset_ms:
+            self.promql_cache.offset_ms = offset_ms
+            self.promql_cache.clear()
         for part in self._parts:
             part.apply(settings)
 
@@ -211,4 +224,5 @@ class Server:
             PROCESS_START: {(): process.start_time()},
             CONFIG_RELOAD_OK: {(): float(ok)},
             CONFIG_RELOAD_AT: {(): at},
+            PROMQL_CACHE_POINTS: {(): float(self.promql_cache.points)},
         }

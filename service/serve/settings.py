@@ -131,6 +131,9 @@ class ServeSettings:
     #: The configuration file read (None: flags only): what SIGHUP and /-/reload reread.
     config_file: str | None = None
     rules: RuleSettings = field(default_factory=RuleSettings)
+    #: PromQL range answers keep their steps older than this many seconds, for the next query
+    #: of the same panel (warehouse/promql/result_cache.py); None: none kept.
+    promql_cache_s: float | None = 300.0
 
     @property
     def pg_bind(self) -> str:

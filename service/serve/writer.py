@@ -118,11 +118,13 @@ class Writer:
     def _store_remote_write(self, rows: Decoded) -> Appended:
         """One group-commit transaction of remote_write rows, counted in /metrics."""
         from warehouse.faults import signals
+        from warehouse.remote_write.rows import oldest_ms
         from warehouse.tsdb.append import append
 
         core = self._core
         # node_risk's evidence goes in beside the samples, in the same transaction
-        with core.writes.hold(rows, core.limits.timeout_s, "remote_write"):
+        oldest = oldest_ms(rows)
+        with core.writes.hold(rows, core.limits.timeout_s, "remote_write", oldest):
             stored = core.with_cursor(
                 lambda cur: append(cur, rows, cache=self._series, then=signals.after_telemetry)
             )

@@ -11,6 +11,11 @@ get in within its time limit fails with an error saying so, and the scheduler sk
 Each writer names its kind (`remote_write`, `refresh`, `sql`, ...); /metrics counts, per kind,
 the seconds spent waiting for the gate and holding it (`wanka_write_gate_*_seconds_total`), so
 an operator can see which writer keeps remote_write waiting.
+
+A writer may say how old the samples it wrote are (`oldest_ms`: the oldest sample time, ms);
+whoever listens (`listen`) hears each writer's kind and that time as it gives the gate back, or
+None from a writer that did not say. The PromQL result cache empties on a write into its past
+(warehouse/promql/result_cache.py).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from service.serve.metric_families import WRITE_GATE_HELD, WRITE_GATE_WAIT
 from service.serve.metrics import Metrics
@@ -43,11 +48,22 @@ class WriteGate:
         self._metrics = metrics
         self._writer = ""  # the holder's kind
         self._since = 0.0  # when the holder took the gate (time.monotonic)
+        self._oldest: int | None = None  # the oldest sample time the holder said it wrote
+        self._said = False  # whether every write of the holder's said so
+        self._listeners: list[Callable[[str, int | None], None]] = []
 
-    def acquire(self, holder: object, timeout_s: float, writer: str) -> None:
+    def listen(self, listener: Callable[[str, int | None], None]) -> None:
+        """Call `listener(writer kind, oldest sample time in ms or None)` at each release."""
+        self._listeners.append(listener)
+
+    def acquire(
+        self, holder: object, timeout_s: float, writer: str, oldest_ms: int | None = None
+    ) -> None:
         """Take the gate for `holder`, a writer of kind `writer` (a no-op when it holds it
-        already), once the writers that asked before had their turn."""
+        already), once the writers that asked before had their turn; `oldest_ms`: the oldest
+        sample time it will write (None: it cannot say)."""
         if self._holder is holder:
+            self._note(oldest_ms)
             return
         asked, ticket = time.monotonic(), object()
         with self._changed:
@@ -59,6 +75,7 @@ class WriteGate:
             now = time.monotonic()
             if got:
                 self._holder, self._writer, self._since = holder, writer, now
+                self._oldest, self._said = oldest_ms, oldest_ms is not None
             else:
                 self._changed.notify_all()  # the next in line may be free to go now
         if self._metrics is not None:
@@ -75,19 +92,31 @@ class WriteGate:
             if self._holder is not holder:
                 return
             held, writer = time.monotonic() - self._since, self._writer
+            oldest = self._oldest if self._said else None
             self._holder = None
             self._changed.notify_all()
         if self._metrics is not None:
             self._metrics.count(WRITE_GATE_HELD, held, writer=writer)
+        for listener in self._listeners:
+            listener(writer, oldest)
+
+    def _note(self, oldest_ms: int | None) -> None:
+        """The holder writes again, samples from `oldest_ms` on (None: it cannot say)."""
+        if oldest_ms is None:
+            self._said = False
+        elif self._oldest is None or oldest_ms < self._oldest:
+            self._oldest = oldest_ms
 
     def holds(self, holder: object) -> bool:
         return self._holder is holder
 
     @contextlib.contextmanager
-    def hold(self, holder: object, timeout_s: float, writer: str) -> Iterator[None]:
+    def hold(
+        self, holder: object, timeout_s: float, writer: str, oldest_ms: int | None = None
+    ) -> Iterator[None]:
         """The gate for the duration of a block (kept if `holder` had it before)."""
         had = self.holds(holder)
-        self.acquire(holder, timeout_s, writer)
+        self.acquire(holder, timeout_s, writer, oldest_ms)
         try:
             yield
         finally:

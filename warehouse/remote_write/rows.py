@@ -57,6 +57,20 @@ class Decoded:
     keys: list[Series] | None = None  # what each sid is, for SeriesCache.ids (None: no cache)
 
 
+#: What `oldest_ms` says of rows without a sample: later than any sample.
+NO_SAMPLE_MS = 2**62
+
+
+def oldest_ms(rows: Decoded) -> int:
+    """The oldest sample or staleness marker time of `rows`, ms (NO_SAMPLE_MS if none)."""
+    found = [
+        int(np.asarray(t["ts"].cast(pa.int64()).to_numpy()).min()) // 1000
+        for t in (rows.samples, rows.stale)
+        if t.num_rows
+    ]
+    return min(found, default=NO_SAMPLE_MS)
+
+
 class SeriesCache:
     """Label sets seen before (as raw Label bytes) and what they map to, for the process: a
     steady stream repeats the same series every scrape. Cleared when it outgrows `size`."""

@@ -37,6 +37,7 @@ def test_the_shipped_example_loads_as_documented() -> None:
     assert settings.external_labels == (("cluster", "example"),)
     assert (settings.log.level, settings.log.format) == ("info", "logfmt")
     assert settings.shutdown_grace_s == 30
+    assert settings.promql_cache_s == 300
     assert invoke_wanka("check", "config", str(EXAMPLE)).returncode == 0
 
 
@@ -60,6 +61,18 @@ def test_a_flag_overrides_the_file(tmp_path: Path) -> None:
     assert off.pg_port is None
     [job] = off.feeds.scrape_jobs
     assert job.files == (str(tmp_path / "sd.json"),) and job.name == "dcgm"
+
+
+def test_the_promql_cache_offset_from_the_file_or_a_flag(tmp_path: Path) -> None:
+    assert _load(tmp_path, "promql: {cache_offset: 2m}\n").promql_cache_s == 120
+    assert _load(tmp_path, "promql: {cache_offset: 'off'}\n").promql_cache_s is None
+    assert (
+        _load(tmp_path, "promql: {cache_offset: 2m}\n", promql_cache_offset=0.0).promql_cache_s
+        is None
+    )
+    assert _load(tmp_path, "log: {level: info}\n", promql_cache_offset=60.0).promql_cache_s == 60
+    with pytest.raises(ConfigError, match="cache_offset"):
+        _load(tmp_path, "promql: {cache_offset: soon}\n")
 
 
 def test_scrape_configs_as_prometheus_writes_them(tmp_path: Path) -> None:
