@@ -202,6 +202,9 @@ class Samples:
     lazyfree_kib: list[int] = field(default_factory=list)
     arrow_bytes: list[float] = field(default_factory=list)  # Arrow's default pool, allocated
     duckdb_bytes: list[float] = field(default_factory=list)
+    python_blocks: list[float] = field(default_factory=list)  # objects Python's allocator holds
+    #: The last /metrics read: DuckDB's buffer manager by tag (what holds its memory).
+    duckdb_tags: dict[str, float] = field(default_factory=dict)
     lag_s: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # (at, lag)
     target_s: dict[str, float] = field(default_factory=dict)
     #: The last /metrics read: seconds each writer kind held / waited for the write gate, and
@@ -235,6 +238,7 @@ def sampler(
                 errors.add("/metrics", type(error).__name__, str(error))
                 continue
             at = time.time() - start
+            samples.duckdb_tags = {}
             duckdb, arrow = _read_metrics(text, at, samples)
             samples.at_s.append(at)
             samples.rss_kib.append(rss_kib(pid))
@@ -257,6 +261,9 @@ def _read_metrics(text: str, at: float, samples: Samples) -> tuple[float, float]
         name, label, value = found.groups()
         if name == "wanka_duckdb_memory_bytes":
             duckdb += float(value)
+            samples.duckdb_tags[label or ""] = float(value)
+        elif name == "wanka_python_allocated_blocks":
+            samples.python_blocks.append(float(value))
         elif name == "wanka_arrow_memory_bytes":
             arrow += float(value)
         elif name == "wanka_dynamic_table_lag_seconds" and label:

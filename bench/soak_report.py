@@ -246,6 +246,17 @@ def _print_memory(soak: Soak) -> None:
         print("| of it lazily freed | " + " | ".join(f"{v:,.0f}" for v in lazy) + " |")
         filed = [r - a for r, a in zip(rss, anon, strict=True)]
         print("| RSS: file-backed | " + " | ".join(f"{v:,.0f}" for v in filed) + " |")
+    if len(s.python_blocks) == len(s.at_s):
+        blocks = at_tenths(s.at_s, [b / 1e6 for b in s.python_blocks], soak.duration_s)
+        print("| Python objects, millions | " + " | ".join(f"{v:,.2f}" for v in blocks) + " |")
+    if s.duckdb_tags:
+        held = sorted(s.duckdb_tags.items(), key=lambda kv: -kv[1])
+        print(
+            "\nDuckDB's buffer manager at the end, by tag (MiB): "
+            + ", ".join(
+                f"{tag or '?'} {value / 2**20:,.0f}" for tag, value in held if value >= 2**20
+            )
+        )
     print(f"\nRSS growth over the second half (median of the last tenth against the sixth): "
           f"{rss_growth_pct(soak):+.1f} %")  # fmt: skip
 
