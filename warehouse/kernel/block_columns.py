@@ -17,7 +17,8 @@ An 'o' column is for readings that each GPU holds near its own level (temperatur
 utilisation, power): stored as they are, pcodec codes every GPU's level again in each sample;
 as steps, each sample pays for two readings' noise. Its section is a u32 length, the runs'
 medians (int64), then the integers less their run's median (int64). On the same day it took
-GPU temperatures from 10.2 to 8.6 MB and all values from 365 to 358 MB (a sample of blocks).
+GPU temperatures from 5.96 to 5.10 MB, utilisation from 7.74 to 6.89 and all blocks from 212.27
+to 207.73 MB.
 """
 
 from __future__ import annotations
