@@ -224,13 +224,6 @@ _KEPT = (
 )
 
 
-def _kept(native: Native, run: Run) -> list[int]:
-    """The ids of the blocks `_series` listed, as they are now."""
-    lo, hi = _window(native)
-    sql = _KEPT.format(blocks=BLOCKS, metric=text(native.shape.metric), lo=_ts(lo), hi=_ts(hi))
-    return run(sql).column(0)[0].as_py() or []
-
-
 def _json(labels: dict[str, str]) -> str:
     return json.dumps(labels, sort_keys=True, separators=(",", ":"))
 
@@ -258,15 +251,19 @@ def _parts(
             ranks = rank_of[np.minimum(block_ids, len(rank_of) - 1)]
             yield ranks, runs.astype(np.int64), ts, values
     check()
+    # the hot samples, and in the same statement (one snapshot) a row of NULLs if the blocks
+    # are no longer those listed: moved or cut again since, the answer would miss samples
+    kept = _KEPT.format(blocks=BLOCKS, metric=text(shape.metric), lo=_ts(lo), hi=_ts(hi))
+    listed = "[" + ", ".join(str(i) for i in ids) + "]::BIGINT[]"
     hot = run(
         f"SELECT s.series_id AS sid, epoch_us(s.ts) AS ts, s.value AS v FROM {HOT} s\n"
         f"WHERE s.ts BETWEEN {_ts(lo)} AND {_ts(hi)} AND s.series_id IN (\n"
         f"  SELECT series_id FROM {SERIES} WHERE metric = {text(shape.metric)})\n"
+        f"UNION ALL SELECT NULL, NULL, NULL\n"
+        f"WHERE coalesce(({kept}), []::BIGINT[]) IS DISTINCT FROM {listed}"
     )
-    if _kept(native, run) != ids:  # moved or cut again since the blocks were listed
-        raise Fallback  # the SQL route reads one snapshot
     if hot.num_rows:
-        if hot["v"].null_count:
+        if hot["sid"].null_count or hot["v"].null_count:  # the SQL route reads one snapshot
             raise Fallback
         hid = rank_of[np.minimum(hot["sid"].to_numpy().astype(np.int64), len(rank_of) - 1)]
         chosen = hid >= 0  # of the metric's series, those the matchers select

@@ -250,7 +250,8 @@ def test_blocks_that_change_while_it_reads_leave_the_query_to_sql(
     tmp_path: Path, warehouses: Warehouses
 ) -> None:
     """Its statements are not one snapshot: when a compaction moves hot samples into blocks
-    between them, the answer would miss those samples, so the SQL route answers."""
+    after the blocks were listed, the answer would miss those samples; the statement that
+    reads the hot samples sees that the blocks changed, and the SQL route answers."""
     with Engine(str(warehouses.empty(tmp_path / "w.duckdb"))) as engine:
         ref.load_wanka(engine, _batch(TEMP, T, T + 100 * MINUTE, 0))
         compiled = evaluate.range_query(f"sum({TEMP})", T, T + 100 * MINUTE, 60_000)
