@@ -30,9 +30,12 @@ statement runs, about one byte a sample.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import weakref
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -58,6 +61,9 @@ AVAILABLE = ArrowScanSource is not None and hasattr(
 )
 #: The most samples a statement's blocks may hold for it to be read through scans.
 BUDGET = 200_000_000
+#: Blocks decoded ahead of the one DuckDB reads, per scan, on threads every scan shares.
+AHEAD = 2
+_DECODERS = ThreadPoolExecutor(max(2, os.cpu_count() or 2), thread_name_prefix="wanka-decode")
 #: The words of the error a statement raises when its blocks changed after `bind` read them.
 MOVED = "the compressed telemetry blocks changed as this query started"
 SCHEMA = pa.schema(
@@ -249,18 +255,37 @@ class _Scan(ArrowScanSource):
         return reader.__arrow_c_stream__(), columns is not None
 
     def _batches(self, schema: pa.Schema, chosen: list[int]) -> Iterator[pa.RecordBatch]:
+        """The blocks' batches in order, each decoded on the decoder threads while DuckDB
+        works on the one before (pcodec and numpy let go of the GIL): at most `AHEAD`
+        decoded ahead, and those not taken are cancelled when the scan stops early."""
+        data = iter(self.planned.data)
+        pending: deque[Future[pa.RecordBatch]] = deque()
+        try:
+            while True:
+                while len(pending) <= AHEAD:
+                    block = next(data, None)
+                    if block is None:
+                        break
+                    pending.append(_DECODERS.submit(self._batch, block, schema, chosen))
+                if not pending:
+                    return
+                yield pending.popleft().result()
+        finally:
+            for waiting in pending:
+                waiting.cancel()
+
+    def _batch(self, data: bytes, schema: pa.Schema, chosen: list[int]) -> pa.RecordBatch:
         only = [i - 1 for i in chosen if i > 0]  # the block's columns come after series_id
-        for data in self.planned.data:
-            ids, columns, keep = blocks.read(blocks.SAMPLES, data, self.planned.bounds, only)
-            found = [(ids, None), *columns]
-            arrays = []
-            for i in chosen:
-                values, mask = found[i]
-                if keep is not None:
-                    values, mask = values[keep], None if mask is None else mask[keep]
-                kind = SCHEMA.field(i).type
-                if pa.types.is_timestamp(kind):
-                    arrays.append(pa.array(values, pa.int64(), mask=mask).view(kind))
-                else:
-                    arrays.append(pa.array(values, kind, mask=mask))
-            yield pa.record_batch(arrays, schema=schema)
+        ids, columns, keep = blocks.read(blocks.SAMPLES, data, self.planned.bounds, only)
+        found = [(ids, None), *columns]
+        arrays = []
+        for i in chosen:
+            values, mask = found[i]
+            if keep is not None:
+                values, mask = values[keep], None if mask is None else mask[keep]
+            kind = SCHEMA.field(i).type
+            if pa.types.is_timestamp(kind):
+                arrays.append(pa.array(values, pa.int64(), mask=mask).view(kind))
+            else:
+                arrays.append(pa.array(values, kind, mask=mask))
+        return pa.record_batch(arrays, schema=schema)
