@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import examples
 from tests.warehouses import Warehouses
+from warehouse.kernel import blocks
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 from warehouse.tsdb import cold_scan, compact, relations
@@ -212,3 +214,36 @@ def test_what_a_scan_cannot_take_is_left_to_the_function(
             cur.sql("SELECT * FROM _wanka_cold_0").fetchall()
     finally:
         cur.close()
+
+
+def test_blocks_are_decoded_ahead_in_order_and_no_further_than_asked() -> None:
+    """The scan's batches come in block order though decoded on threads; a reader that stops
+    after the first leaves at most `AHEAD` more decoded, the rest never started."""
+    samples = [
+        blocks.Samples(
+            np.full(3, k, dtype=np.int32),
+            np.arange(3, dtype=np.int64) * 1_000_000 + k * 10_000_000,
+            np.arange(3, dtype=np.float64) + k,
+            np.full(3, k, dtype=np.int64),
+        )
+        for k in range(20)
+    ]
+    planned = cold_scan._Planned([None] * 5, [blocks.encode(s) for s in samples], 60, 20, 0, "")
+    scan = cold_scan._Scan(planned)
+    decoded: list[int] = []
+    batch = scan._batch
+
+    def counted(data: bytes, schema: pa.Schema, chosen: list[int]) -> pa.RecordBatch:
+        decoded.append(planned.data.index(data))
+        return batch(data, schema, chosen)
+
+    scan._batch = counted  # type: ignore[method-assign]
+    every = list(scan._batches(cold_scan.SCHEMA, [0, 1, 2, 3]))  # every column: the schema
+    assert [b.column(0)[0].as_py() for b in every] == list(range(20))
+    decoded.clear()
+    two = pa.schema([cold_scan.SCHEMA.field(0), cold_scan.SCHEMA.field(2)])
+    first = scan._batches(two, [0, 2])
+    assert next(first).column(1).to_pylist() == [0.0, 1.0, 2.0]
+    first.close()
+    cold_scan._DECODERS.submit(lambda: None).result()  # what was started has finished
+    assert 1 <= len(decoded) <= 1 + cold_scan.AHEAD
