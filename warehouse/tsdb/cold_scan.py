@@ -34,7 +34,7 @@ import os
 import re
 import weakref
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -254,7 +254,9 @@ class _Scan(ArrowScanSource):
         reader = pa.RecordBatchReader.from_batches(schema, self._batches(schema, chosen))
         return reader.__arrow_c_stream__(), columns is not None
 
-    def _batches(self, schema: pa.Schema, chosen: list[int]) -> Iterator[pa.RecordBatch]:
+    def _batches(
+        self, schema: pa.Schema, chosen: list[int]
+    ) -> Generator[pa.RecordBatch, None, None]:
         """The blocks' batches in order, each decoded on the decoder threads while DuckDB
         works on the one before (pcodec and numpy let go of the GIL): at most `AHEAD`
         decoded ahead, and those not taken are cancelled when the scan stops early."""
