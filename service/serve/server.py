@@ -142,10 +142,7 @@ class Server:
         and the addresses listened on stay as opened."""
         self.settings = settings
         self.core.limits = settings.limits
-        offset_ms = int((settings.promql_cache_s or 0.0) * 1000)
-        if offset_ms != self.promql_cache.offset_ms:
-            self.promql_cache.offset_ms = offset_ms
-            self.promql_cache.clear()
+        self.promql_cache.set_offset(settings.promql_cache_s)
         for part in self._parts:
             part.apply(settings)
 

@@ -192,9 +192,8 @@ def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray
         f"  (SELECT count(*) FROM prom_samples WHERE metric = {metric} AND {window}) AS prom,\n"
         f"  (SELECT count(*) FROM wanka.stale_markers WHERE metric = {metric} AND {window})"
         f" AS marks,\n"
-        f"  (SELECT coalesce(sum(samples), 0) FROM {BLOCKS} WHERE metric = {metric}"
-        f" AND ts_max >= {_ts(lo)} AND ts_min <= {_ts(hi)}) AS held,\n"
-        f"  ({_KEPT.format(blocks=BLOCKS, metric=metric, lo=_ts(lo), hi=_ts(hi))}) AS kept\n"
+        f"  (SELECT coalesce(sum(samples), 0) {_blocks(native)}) AS held,\n"
+        f"  ({_kept(native)}) AS kept\n"
         f"FROM {SERIES} r\n"
         f"WHERE r.metric = {metric} AND ({source._gpu_wanted(groups)})\n"
         f"ORDER BY r.series_id"
@@ -217,11 +216,16 @@ def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray
     return sids, [str(k) for k in keys], index.astype(np.int64), kept or []
 
 
-#: The blocks of the metric whose samples may lie in the window, by id.
-_KEPT = (
-    "SELECT list(block_id ORDER BY block_id) FROM {blocks} WHERE metric = {metric}"
-    " AND ts_max >= {lo} AND ts_min <= {hi}"
-)
+def _blocks(native: Native) -> str:
+    """FROM and WHERE of the metric's blocks whose samples may lie in the window."""
+    lo, hi = _window(native)
+    metric = text(native.shape.metric)
+    return f"FROM {BLOCKS} WHERE metric = {metric} AND ts_max >= {_ts(lo)} AND ts_min <= {_ts(hi)}"
+
+
+def _kept(native: Native) -> str:
+    """The SELECT of the ids of those blocks, in order."""
+    return f"SELECT list(block_id ORDER BY block_id) {_blocks(native)}"
 
 
 def _json(labels: dict[str, str]) -> str:
@@ -253,7 +257,7 @@ def _parts(
     check()
     # the hot samples, and in the same statement (one snapshot) a row of NULLs if the blocks
     # are no longer those listed: moved or cut again since, the answer would miss samples
-    kept = _KEPT.format(blocks=BLOCKS, metric=text(shape.metric), lo=_ts(lo), hi=_ts(hi))
+    kept = _kept(native)
     listed = "[" + ", ".join(str(i) for i in ids) + "]::BIGINT[]"
     hot = run(
         f"SELECT s.series_id AS sid, epoch_us(s.ts) AS ts, s.value AS v FROM {HOT} s\n"

@@ -105,6 +105,14 @@ class ResultCache:
             return
         self.clear()
 
+    def set_offset(self, offset_s: float | None) -> None:
+        """Keep steps older than `offset_s` from now on (None or 0: none); what was kept under
+        another offset is dropped."""
+        offset_ms = int((offset_s or 0.0) * 1000)
+        if offset_ms != self.offset_ms:
+            self.offset_ms = offset_ms
+            self.clear()
+
     def clear(self) -> None:
         with self._lock:
             self.generation += 1
@@ -133,27 +141,28 @@ class ResultCache:
             if fresh is None:  # not a matrix after all: answer it whole
                 return self._bypass(key, compute(start_ms, end_ms))
             merged = _merge(kept, fresh)
-            self._count("hit" if fresh_from > end_ms else "partial")
+            self._answered("hit" if fresh_from > end_ms else "partial")
         else:
             answer = compute(start_ms, end_ms)
             found = _series_of(answer)
             if found is None:
                 return self._bypass(key, answer)
             merged = found
-            self._count("miss")
+            self._answered("miss")
         cut = start_ms + (self._now_ms() - self.offset_ms - start_ms) // step_ms * step_ms
         self._put(key, generation, start_ms, min(cut, end_ms), merged)
         return render(merged)
 
     def _bypass(self, key: tuple[Any, ...], answer: Answer) -> Answer:
-        self._count("bypass")
+        self._answered("bypass")
         with self._lock:
-            dropped = self._entries.pop(key, None)
-            self._points -= dropped.points if dropped is not None else 0
+            self._drop(key)
         return answer
 
-    def _count(self, kind: str) -> None:
-        self._answered(kind)
+    def _drop(self, key: tuple[Any, ...]) -> None:
+        """Forget the entry of `key`, if any (the lock held)."""
+        dropped = self._entries.pop(key, None)
+        self._points -= dropped.points if dropped is not None else 0
 
     @property
     def points(self) -> int:
@@ -182,8 +191,7 @@ class ResultCache:
         kept = _window(series, first_ms, last_ms) if last_ms >= first_ms else {}
         points = sum(len(s.times) for s in kept.values())
         with self._lock:
-            old = self._entries.pop(key, None)
-            self._points -= old.points if old is not None else 0
+            self._drop(key)
             if generation != self.generation or not kept or points > self.max_points // 4:
                 return
             self._entries[key] = _Entry(generation, first_ms, last_ms, kept, points)
