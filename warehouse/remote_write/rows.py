@@ -64,7 +64,7 @@ NO_SAMPLE_MS = 2**62
 def oldest_ms(rows: Decoded) -> int:
     """The oldest sample or staleness marker time of `rows`, ms (NO_SAMPLE_MS if none)."""
     found = [
-        int(np.asarray(t["ts"].cast(pa.int64()).to_numpy()).min()) // 1000
+        int(t["ts"].cast(pa.int64()).to_numpy().min()) // 1000
         for t in (rows.samples, rows.stale)
         if t.num_rows
     ]
