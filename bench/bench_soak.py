@@ -204,7 +204,9 @@ def soak(db: str, gpus: int, args: argparse.Namespace, built_s: float | None) ->
     fed = demo_gpus(db, gpus)
     faulty = pick_faulty(db, fed)
     pg_port = free_port()
-    process, url = start_server(db, "--pg-port", str(pg_port))
+    process, url = start_server(
+        db, "--pg-port", str(pg_port), "--log-level", args.server_log_level
+    )  # the server's log is the benchmark's stderr
     try:
         with httpx.Client(base_url=url, auth=(READER, PASSWORD), timeout=60) as client:
             drained_before = drain_shown(client, fed[faulty].host, fed[faulty].gpu)
@@ -242,6 +244,10 @@ def main() -> None:
     parser.add_argument(
         "--burst", action="store_true", help="send each scrape at once, not spread over 15 s"
     )
+    parser.add_argument(
+        "--server-log-level", default="warning", choices=["debug", "info", "warning", "error"],
+        help="what the server logs to stderr (info: each slow upkeep job and write gate hold)",
+    )  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="a smoke run: 200 GPUs, 120 s")
     args = parser.parse_args()
     if args.quick:

@@ -10,12 +10,15 @@ GPUs a pass can take minutes, and a feed held back that long lags by as much. A 
 get the gate within its interval stops there and is counted (`wanka_scheduler_waits_total`); a
 job that raises ends its pass, which is counted (`wanka_scheduler_errors_total`) and tried again
 at the next: the thread outlives any failure. Each job counts its runs and failures and shows
-how long its last run took, by `job`.
+how long its last run took, by `job`. Each run is logged with its time: at debug level, or at
+info once it took `SLOW_S` or more (as Prometheus logs its compactions), so what a long-running
+server spent a slow minute on can be read from its log.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +39,10 @@ from service.serve.settings import ServeSettings
 from service.serve.writes import WriterBusy
 from warehouse.errors import UserError
 from warehouse.kernel.transactions import Turn
+
+log = logging.getLogger("wanka.scheduler")
+#: A job run at least this long is logged at info level (shorter ones at debug).
+SLOW_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -190,4 +197,11 @@ class Scheduler:
             metrics.count(JOB_FAILURES, job=job.name)
             raise
         finally:
-            self._last_s[job.name] = time.perf_counter() - started
+            took_s = self._last_s[job.name] = time.perf_counter() - started
+            log.log(
+                logging.INFO if took_s >= SLOW_S else logging.DEBUG,
+                "%s ran in %.2f s",
+                job.name,
+                took_s,
+                extra={"job": job.name, "seconds": round(took_s, 3)},
+            )

@@ -10,7 +10,8 @@ get in within its time limit fails with an error saying so, and the scheduler sk
 
 Each writer names its kind (`remote_write`, `refresh`, `sql`, ...); /metrics counts, per kind,
 the seconds spent waiting for the gate and holding it (`wanka_write_gate_*_seconds_total`), so
-an operator can see which writer keeps remote_write waiting.
+an operator can see which writer keeps remote_write waiting, and a hold of `SLOW_HOLD_S` or
+more is logged at info level with its writer and time.
 
 A writer may say how old the samples it wrote are (`oldest_ms`: the oldest sample time, ms);
 whoever listens (`listen`) hears each writer's kind and that time as it gives the gate back, or
@@ -21,6 +22,7 @@ None from a writer that did not say. The PromQL result cache empties on a write 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections import deque
@@ -29,6 +31,10 @@ from collections.abc import Callable, Iterator
 from service.serve.metric_families import WRITE_GATE_HELD, WRITE_GATE_WAIT
 from service.serve.metrics import Metrics
 from warehouse.errors import WankaError
+
+log = logging.getLogger("wanka.writes")
+#: A writer that held the gate this long is logged at info level: everyone else waited for it.
+SLOW_HOLD_S = 2.0
 
 
 class WriterBusy(WankaError):
@@ -48,8 +54,8 @@ class WriteGate:
         self._metrics = metrics
         self._writer = ""  # the holder's kind
         self._since = 0.0  # when the holder took the gate (time.monotonic)
-        self._oldest: int | None = None  # the oldest sample time the holder said it wrote
-        self._said = False  # whether every write of the holder's said so
+        #: the oldest sample time the holder's writes said they wrote; None once one did not say
+        self._oldest: int | None = None
         self._listeners: list[Callable[[str, int | None], None]] = []
 
     def listen(self, listener: Callable[[str, int | None], None]) -> None:
@@ -75,7 +81,7 @@ class WriteGate:
             now = time.monotonic()
             if got:
                 self._holder, self._writer, self._since = holder, writer, now
-                self._oldest, self._said = oldest_ms, oldest_ms is not None
+                self._oldest = oldest_ms
             else:
                 self._changed.notify_all()  # the next in line may be free to go now
         if self._metrics is not None:
@@ -92,20 +98,25 @@ class WriteGate:
             if self._holder is not holder:
                 return
             held, writer = time.monotonic() - self._since, self._writer
-            oldest = self._oldest if self._said else None
+            oldest = self._oldest
             self._holder = None
             self._changed.notify_all()
         if self._metrics is not None:
             self._metrics.count(WRITE_GATE_HELD, held, writer=writer)
+        if held >= SLOW_HOLD_S:
+            log.info(
+                "write gate held %.1f s by %s", held, writer,
+                extra={"writer": writer, "seconds": round(held, 3)},
+            )  # fmt: skip
         for listener in self._listeners:
             listener(writer, oldest)
 
     def _note(self, oldest_ms: int | None) -> None:
         """The holder writes again, samples from `oldest_ms` on (None: it cannot say)."""
-        if oldest_ms is None:
-            self._said = False
-        elif self._oldest is None or oldest_ms < self._oldest:
-            self._oldest = oldest_ms
+        if oldest_ms is None or self._oldest is None:
+            self._oldest = None  # one write that cannot say makes the whole hold unknown
+        else:
+            self._oldest = min(self._oldest, oldest_ms)
 
     def holds(self, holder: object) -> bool:
         return self._holder is holder

@@ -213,3 +213,21 @@ def test_an_event_that_drains_refreshes_health_findings_at_the_next_pass(core: C
     send(now + 30_000, 79.0)
     refresh.run(cur, contextlib.nullcontext)
     assert refreshes() == before + 1 and drained()
+
+
+def test_each_run_is_logged_with_its_time_at_info_once_it_is_slow(
+    core: Core, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran: list[str] = []
+    done = threading.Event()
+    slow = job("slow", ran, lambda: time.sleep(0.05))
+    scheduler = Scheduler(core, [job("quick", ran), slow, job("last", ran, after(1, done))])
+    monkeypatch.setattr("service.serve.scheduler.SLOW_S", 0.04)
+    with caplog.at_level("DEBUG", logger="wanka.scheduler"):
+        scheduler.start()
+        assert done.wait(10)
+        scheduler.stop()
+    first = {r.job: r for r in reversed(caplog.records)}  # type: ignore[attr-defined]
+    assert first["quick"].levelname == "DEBUG" and first["slow"].levelname == "INFO"
+    assert first["slow"].seconds >= 0.05  # type: ignore[attr-defined]
+    assert first["slow"].getMessage().startswith("slow ran in 0.")

@@ -160,3 +160,33 @@ def test_a_waiter_that_gives_up_leaves_the_queue() -> None:
     gate.release("a")
     gate.acquire("c", 0.05, "sql")  # nobody ahead of it
     assert gate.holds("c")
+
+
+def test_listeners_hear_the_oldest_sample_of_a_hold_or_none_once_a_write_could_not_say() -> None:
+    from service.serve.writes import WriteGate
+
+    gate, heard = WriteGate(), []
+    gate.listen(lambda writer, oldest: heard.append((writer, oldest)))
+    with gate.hold("a", 1, "remote_write", oldest_ms=500), gate.hold("a", 1, "remote_write", 200):
+        gate.acquire("a", 1, "remote_write", oldest_ms=300)
+    with gate.hold("b", 1, "remote_write", oldest_ms=500):
+        gate.acquire("b", 1, "remote_write")  # a write that cannot say
+        gate.acquire("b", 1, "remote_write", oldest_ms=100)
+    with gate.hold("c", 1, "sql"):
+        gate.acquire("c", 1, "sql", oldest_ms=100)
+    assert heard == [("remote_write", 200), ("remote_write", None), ("sql", None)]
+
+
+def test_a_long_hold_is_logged_with_its_writer(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from service.serve.writes import WriteGate
+
+    monkeypatch.setattr("service.serve.writes.SLOW_HOLD_S", 0.02)
+    gate = WriteGate()
+    with caplog.at_level("INFO", logger="wanka.writes"):
+        with gate.hold("quick", 1, "remote_write"):
+            pass
+        with gate.hold("slow", 1, "compaction"):
+            threading.Event().wait(0.03)
+    assert [(r.writer, r.levelname) for r in caplog.records] == [("compaction", "INFO")]  # type: ignore[attr-defined]
