@@ -203,6 +203,8 @@ class Samples:
     arrow_bytes: list[float] = field(default_factory=list)  # Arrow's default pool, allocated
     duckdb_bytes: list[float] = field(default_factory=list)
     python_blocks: list[float] = field(default_factory=list)  # objects Python's allocator holds
+    #: dead entries of DuckDB's eviction queues (each holds a freed buffer's handle)
+    dead_nodes: list[float] = field(default_factory=list)
     #: The last /metrics read: DuckDB's buffer manager by tag (what holds its memory).
     duckdb_tags: dict[str, float] = field(default_factory=dict)
     lag_s: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # (at, lag)
@@ -254,6 +256,7 @@ def _read_metrics(text: str, at: float, samples: Samples) -> tuple[float, float]
     """Note what `samples` keeps of one /metrics text read at `at`; the bytes DuckDB's buffer
     manager and Arrow's pool hold."""
     duckdb = arrow = 0.0
+    dead: float | None = None
     for line in text.splitlines():
         found = _METRIC.match(line)
         if not found:
@@ -266,19 +269,29 @@ def _read_metrics(text: str, at: float, samples: Samples) -> tuple[float, float]
             samples.python_blocks.append(float(value))
         elif name == "wanka_arrow_memory_bytes":
             arrow += float(value)
-        elif name == "wanka_dynamic_table_lag_seconds" and label:
-            samples.lag_s.setdefault(label, []).append((at, float(value)))
-        elif name == "wanka_dynamic_table_freshness_target_seconds" and label:
-            samples.target_s[label] = float(value)
-        elif name == "wanka_write_gate_held_seconds_total" and label:
-            samples.gate_held_s[label] = float(value)
-        elif name == "wanka_write_gate_wait_seconds_total" and label:
-            samples.gate_wait_s[label] = float(value)
+        elif name == "wanka_duckdb_eviction_queue_nodes" and 'state="dead"' in line:
+            dead = (dead or 0.0) + float(value)
+        elif label:
+            _note_labelled(name, label, float(value), at, samples)
         elif name == "wanka_remote_write_commits_total":
             samples.commits = (float(value), samples.commits[1])
         elif name == "wanka_remote_write_committed_requests_total":
             samples.commits = (samples.commits[0], float(value))
+    if dead is not None:
+        samples.dead_nodes.append(dead)
     return duckdb, arrow
+
+
+def _note_labelled(name: str, label: str, value: float, at: float, samples: Samples) -> None:
+    """A series by table or by writer, read at `at`."""
+    if name == "wanka_dynamic_table_lag_seconds":
+        samples.lag_s.setdefault(label, []).append((at, value))
+    elif name == "wanka_dynamic_table_freshness_target_seconds":
+        samples.target_s[label] = value
+    elif name == "wanka_write_gate_held_seconds_total":
+        samples.gate_held_s[label] = value
+    elif name == "wanka_write_gate_wait_seconds_total":
+        samples.gate_wait_s[label] = value
 
 
 def drain_shown(client: httpx.Client, host: str, gpu: int) -> bool:

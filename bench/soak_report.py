@@ -249,6 +249,10 @@ def _print_memory(soak: Soak) -> None:
     if len(s.python_blocks) == len(s.at_s):
         blocks = at_tenths(s.at_s, [b / 1e6 for b in s.python_blocks], soak.duration_s)
         print("| Python objects, millions | " + " | ".join(f"{v:,.2f}" for v in blocks) + " |")
+    if len(s.dead_nodes) == len(s.at_s):
+        dead = at_tenths(s.at_s, [n / 1e3 for n in s.dead_nodes], soak.duration_s)
+        print("| DuckDB eviction queues, dead entries, thousands | "
+              + " | ".join(f"{v:,.0f}" for v in dead) + " |")  # fmt: skip
     if s.duckdb_tags:
         held = sorted(s.duckdb_tags.items(), key=lambda kv: -kv[1])
         print(

@@ -16,6 +16,7 @@ from service.serve.metric_families import (
     DUCKDB_MEMORY,
     DYNAMIC_TABLE_LAG,
     DYNAMIC_TABLE_TARGET,
+    EVICTION_NODES,
     PYTHON_BLOCKS,
     RESIDENT_MEMORY,
 )
@@ -136,11 +137,17 @@ def metrics(request: Request) -> PlainTextResponse:
     lag = server.with_cursor(describe.refresh_lag_s)
     targets = server.with_cursor(_freshness_targets)
     duckdb_memory = server.with_cursor(describe.duckdb_memory)
+    queues = server.with_cursor(describe.duckdb_eviction_queues)
     pool = pa.default_memory_pool()
     gauges: Gauges = {
         DYNAMIC_TABLE_LAG: {(("table", str(name)),): float(value) for name, value in lag.items()},
         DYNAMIC_TABLE_TARGET: {(("table", name),): value for name, value in targets.items()},
         DUCKDB_MEMORY: {(("tag", tag),): float(used) for tag, used in duckdb_memory.items()},
+        EVICTION_NODES: {
+            (("queue", kind), ("state", state)): float(count)
+            for kind, (nodes, dead) in queues.items()
+            for state, count in (("alive", nodes - dead), ("dead", dead))
+        },
         PYTHON_BLOCKS: {(): float(sys.getallocatedblocks())},
         ARROW_MEMORY: {(("pool", pool.backend_name),): float(pool.bytes_allocated())},
     }

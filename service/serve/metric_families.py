@@ -155,6 +155,13 @@ DUCKDB_MEMORY = _declare(
         "Memory DuckDB's buffer manager holds, by tag (bounded by --memory-limit).",
     )
 )
+EVICTION_NODES = _declare(
+    Gauge(
+        "wanka_duckdb_eviction_queue_nodes",
+        "Entries of DuckDB's buffer eviction queues, by queue type and state (dead: of a freed "
+        "or re-queued buffer, holding its handle's memory, outside --memory-limit, until purged).",
+    )
+)
 PYTHON_BLOCKS = _declare(
     Gauge(
         "wanka_python_allocated_blocks",

@@ -112,3 +112,15 @@ def duckdb_memory(cur: duckdb.DuckDBPyConnection) -> dict[str, int]:
         "SELECT tag, memory_usage_bytes FROM duckdb_memory() WHERE memory_usage_bytes > 0"
     ).fetchall()
     return {str(tag): int(used) for tag, used in rows}
+
+
+def duckdb_eviction_queues(cur: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
+    """DuckDB's buffer eviction queues by type: (nodes, of them dead). A dead node is a freed
+    (or since re-queued) buffer's entry, which keeps its handle's memory until DuckDB purges it:
+    memory outside the buffer manager's count. DuckDB's dead-node counter can run off, so it is
+    read within [0, nodes]."""
+    rows = cur.execute(
+        "SELECT queue_type, sum(approximate_size), sum(greatest(least(dead_nodes, "
+        "approximate_size), 0)) FROM duckdb_eviction_queues() GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    return {str(kind): (int(nodes), int(dead)) for kind, nodes, dead in rows}

@@ -111,3 +111,6 @@ def test_metrics_show_memory_by_holder(served: Served) -> None:
     assert duckdb_tags and all(gauges[k] > 0 for k in duckdb_tags)
     arrow = [k for k in gauges if k.startswith("wanka_arrow_memory_bytes{pool=")]
     assert len(arrow) == 1 and gauges[arrow[0]] >= 0
+    queues = {k for k in gauges if k.startswith("wanka_duckdb_eviction_queue_nodes{")}
+    assert 'wanka_duckdb_eviction_queue_nodes{queue="MANAGED_BUFFER",state="dead"}' in queues
+    assert all(gauges[k] >= 0 for k in queues)
