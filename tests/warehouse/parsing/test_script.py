@@ -136,16 +136,34 @@ def test_bad_sql_and_empty_text_are_user_errors(cur: duckdb.DuckDBPyConnection) 
         parse(cur, "create dynamic table t with (freshness = '1 hour') as select (")
 
 
-def test_a_text_is_parsed_once_and_its_parse_is_kept(cur: duckdb.DuckDBPyConnection) -> None:
+def test_a_text_is_parsed_once_a_run_and_kept_once_it_comes_back(
+    cur: duckdb.DuckDBPyConnection,
+) -> None:
     sql = "select 40 + 2 AS answer /* test_a_text_is_parsed_once */"
     counting = CountingCursor(cur)
     script = parse(counting, sql)  # type: ignore[arg-type]
     policy.authorize(counting, script, "reader")  # type: ignore[arg-type]
     assert execute(counting, script).read_all().column(0).to_pylist() == [42]  # type: ignore[arg-type]
     assert counting.calls == {"extract_statements": 1, "json_serialize_sql": 1, "run": 1}
+    second = CountingCursor(cur)  # seen once: not kept, parsed again, and kept now
+    kept = parse(second, sql)  # type: ignore[arg-type]
+    assert kept is not script and kept.statements[0].reads == script.statements[0].reads
+    assert second.calls == {"extract_statements": 1, "json_serialize_sql": 1}
     again = CountingCursor(cur)
-    assert parse(again, sql) is script  # type: ignore[arg-type]
+    assert parse(again, sql) is kept  # type: ignore[arg-type]
     assert again.calls == {}
+
+
+def test_texts_seen_once_are_not_kept(cur: duckdb.DuckDBPyConnection) -> None:
+    """The PromQL paths write times into their SQL: a server must not keep a parse tree of
+    each (~24 KB for 700 characters) until the cache is full."""
+    from warehouse.parsing import script
+
+    before = len(script._CACHE)
+    for i in range(50):
+        parse(cur, f"select {i} AS once /* test_texts_seen_once_are_not_kept */")
+    assert len(script._CACHE) == before
+    assert len(script._SEEN) <= script._SEEN_MAX
 
 
 def test_a_session_parses_a_query_once_from_policy_to_execution(
