@@ -126,11 +126,13 @@ def run_rows(server: Server, user: User, sql: str, timeout_s: float | None) -> l
     return list(zip(*(c.to_pylist() for c in table.columns), strict=True))
 
 
-def _table(session: Session, sql: str, timeout_s: float | None) -> tuple[pa.Table, bool]:
-    """`sql`'s rows on `session`, and whether its row cap cut them; errors as the query API
-    words them."""
+def _table(
+    session: Session, sql: str, timeout_s: float | None, params: dict[str, Any] | None = None
+) -> tuple[pa.Table, bool]:
+    """`sql`'s rows on `session` (with its named `params`), and whether its row cap cut them;
+    errors as the query API words them."""
     try:
-        result = session.run(sql, timeout_s=timeout_s)
+        result = session.run(sql, params, timeout_s=timeout_s)
         return result.reader.read_all(), result.truncated
     except QueryTimeout as error:
         raise ApiError(
@@ -160,9 +162,9 @@ def _native_answer(
             why = f"the query ran past its time limit of {limit_s:g} s and was stopped"
             raise ApiError("timeout", f"query timed out in expression evaluation: {why}", 503)
 
-    def tables(sql: str) -> pa.Table:
+    def tables(sql: str, params: dict[str, Any]) -> pa.Table:
         check()
-        table, truncated = _table(session, sql, max(deadline - time.monotonic(), 0.001))
+        table, truncated = _table(session, sql, max(deadline - time.monotonic(), 0.001), params)
         if truncated:  # a row cap on every format: the SQL route answers
             raise native.Fallback
         return table

@@ -16,8 +16,10 @@ labels), the compressed blocks the statistics keep and the hot samples, and nump
    left end, combined by doubling spans;
 3. the series are grouped (sorted by group) and each group reduced along them.
 
-It reads through `run(sql) -> pa.Table`, the caller's session: the reader's role, time limit
-and row cap are those of the SQL route, which reads the same tables. It answers None, and the
+It reads through `run(sql, params) -> pa.Table`, the caller's session: the reader's role, time
+limit and row cap are those of the SQL route, which reads the same tables. The times and block
+ids are parameters, so a panel refreshed again sends the same texts, whose parse (and policy
+check) the session keeps (`warehouse.parsing.script`). It answers None, and the
 SQL route runs, for anything it does not do the same way: another shape, `@`, a metric that
 also has prom_samples or staleness markers in the window, NULL values, more samples than
 `cold_scan.BUDGET` or more cells (series x steps) than `MAX_CELLS`, and when the blocks of
@@ -59,7 +61,8 @@ OVER_TIME = frozenset(
     {"sum_over_time", "avg_over_time", "min_over_time", "max_over_time", "count_over_time"}
 )
 
-Run = Callable[[str], pa.Table]
+#: Runs a statement with its named parameters (`$name`) in the caller's session.
+Run = Callable[[str, dict[str, Any]], pa.Table]
 
 
 @dataclass(frozen=True)
@@ -161,8 +164,8 @@ def answer(
         return None
 
 
-def _ts(ms_: int) -> str:
-    return f"make_timestamptz({ms_ * 1000}::BIGINT)"
+#: The window's bounds in a statement: the parameters of `_window_params`.
+_LO, _HI = "make_timestamptz($lo_us)", "make_timestamptz($hi_us)"
 
 
 def _window(native: Native) -> tuple[int, int]:
@@ -172,14 +175,18 @@ def _window(native: Native) -> tuple[int, int]:
     return g.start_ms - shape.offset_ms - reach, g.end_ms - shape.offset_ms
 
 
+def _window_params(native: Native) -> dict[str, Any]:
+    lo, hi = _window(native)
+    return {"lo_us": lo * 1000, "hi_us": hi * 1000}
+
+
 def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray, list[int]]:
     """The selected series' ids (sorted), their groups' labels JSON and group index, and
     the blocks of the metric the window's statistics keep (refused, before any is read, when
     they hold more than `cold_scan.BUDGET` samples)."""
     shape = native.shape
     groups = [list(group) for group in shape.groups]
-    lo, hi = _window(native)
-    metric, window = text(shape.metric), f"ts BETWEEN {_ts(lo)} AND {_ts(hi)}"
+    metric, window = text(shape.metric), f"ts BETWEEN {_LO} AND {_HI}"
     if shape.labels is None:
         group = "'{}'"
     elif shape.without:
@@ -196,7 +203,8 @@ def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray
         f"  ({_kept(native)}) AS kept\n"
         f"FROM {SERIES} r\n"
         f"WHERE r.metric = {metric} AND ({source._gpu_wanted(groups)})\n"
-        f"ORDER BY r.series_id"
+        f"ORDER BY r.series_id",
+        _window_params(native),
     )
     if not table.num_rows:
         raise Fallback  # none here; prom_samples may hold some
@@ -218,9 +226,8 @@ def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray
 
 def _blocks(native: Native) -> str:
     """FROM and WHERE of the metric's blocks whose samples may lie in the window."""
-    lo, hi = _window(native)
     metric = text(native.shape.metric)
-    return f"FROM {BLOCKS} WHERE metric = {metric} AND ts_max >= {_ts(lo)} AND ts_min <= {_ts(hi)}"
+    return f"FROM {BLOCKS} WHERE metric = {metric} AND ts_max >= {_LO} AND ts_min <= {_HI}"
 
 
 def _kept(native: Native) -> str:
@@ -238,16 +245,17 @@ def _parts(
     """The selected series' samples of the window, block by block, then the hot ones: each
     as (rank of each run's series, run lengths, times in µs, values), runs in series order."""
     shape = native.shape
-    lo, hi = _window(native)
+    lo = _window(native)[0]
     rank_of = np.full(int(sids[-1]) + 2, -1, dtype=np.int64)
     rank_of[sids] = np.arange(len(sids))
-    kept = f"FROM {BLOCKS} WHERE metric = {text(shape.metric)}"
+    chosen = (
+        f"SELECT data FROM {BLOCKS} WHERE metric = {text(shape.metric)} "
+        f"AND list_contains($ids, block_id) ORDER BY block_id"
+    )
     for at in range(0, len(ids), BLOCKS_AT_ONCE):
         check()
-        chosen = ", ".join(str(i) for i in ids[at : at + BLOCKS_AT_ONCE])
-        for data in run(f"SELECT data {kept} AND block_id IN ({chosen}) ORDER BY block_id")[
-            "data"
-        ].to_pylist():
+        some = ids[at : at + BLOCKS_AT_ONCE]
+        for data in run(chosen, {"ids": list(some)})["data"].to_pylist():
             try:
                 block_ids, runs, ts, values = blocks.decode_samples(data)
             except ValueError:
@@ -257,14 +265,13 @@ def _parts(
     check()
     # the hot samples, and in the same statement (one snapshot) a row of NULLs if the blocks
     # are no longer those listed: moved or cut again since, the answer would miss samples
-    kept = _kept(native)
-    listed = "[" + ", ".join(str(i) for i in ids) + "]::BIGINT[]"
     hot = run(
         f"SELECT s.series_id AS sid, epoch_us(s.ts) AS ts, s.value AS v FROM {HOT} s\n"
-        f"WHERE s.ts BETWEEN {_ts(lo)} AND {_ts(hi)} AND s.series_id IN (\n"
+        f"WHERE s.ts BETWEEN {_LO} AND {_HI} AND s.series_id IN (\n"
         f"  SELECT series_id FROM {SERIES} WHERE metric = {text(shape.metric)})\n"
         f"UNION ALL SELECT NULL, NULL, NULL\n"
-        f"WHERE coalesce(({kept}), []::BIGINT[]) IS DISTINCT FROM {listed}"
+        f"WHERE coalesce(({_kept(native)}), []::BIGINT[]) IS DISTINCT FROM $listed::BIGINT[]",
+        {**_window_params(native), "listed": list(ids)},
     )
     if hot.num_rows:
         if hot["sid"].null_count or hot["v"].null_count:  # the SQL route reads one snapshot

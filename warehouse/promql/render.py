@@ -76,13 +76,13 @@ def data_json(rows: Iterable[tuple[str, str]]) -> bytes:
 def answer(
     compiled: Compiled,
     rows_of: Callable[[str], Iterable[Any]],
-    tables_of: Callable[[str], pa.Table] | None = None,
+    tables_of: Callable[[str, dict[str, Any]], pa.Table] | None = None,
     check: Callable[[], None] = lambda: None,
 ) -> dict[str, Any] | bytes:
     """`data` of the answer to `compiled`, `rows_of(sql)` running its SQL: JSON bytes for a
-    matrix of series (DuckDB writes the points), else a dict. Given `tables_of` (SQL in, Arrow
-    out, in the same session), a query with a fast path (`native.py`) takes it; `check` raises
-    to stop it (a time limit, a cancel)."""
+    matrix of series (DuckDB writes the points), else a dict. Given `tables_of` (SQL and its
+    named parameters in, Arrow out, in the same session), a query with a fast path
+    (`native.py`) takes it; `check` raises to stop it (a time limit, a cancel)."""
     if compiled.native is not None and tables_of is not None:
         from warehouse.promql import native
 

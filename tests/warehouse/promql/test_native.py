@@ -93,10 +93,10 @@ def both(eng: Engine, compiled: evaluate.Compiled) -> tuple[dict[str, Any], Any]
         fast = render.answer(
             compiled,
             lambda sql: cur.execute(sql).fetchall(),
-            lambda sql: cur.sql(sql).to_arrow_table(),
+            lambda sql, params: cur.sql(sql, params=params).to_arrow_table(),
         )
         taken = compiled.native is not None and native.answer(
-            compiled.native, lambda sql: cur.sql(sql).to_arrow_table()
+            compiled.native, lambda sql, params: cur.sql(sql, params=params).to_arrow_table()
         )
     finally:
         cur.close()
@@ -223,15 +223,20 @@ def test_prom_samples_metrics_take_the_sql_route(eng: Engine) -> None:
     """A metric with no gpu_series (or with prom_samples in the window) is left to SQL."""
     compiled = evaluate.range_query("sum(up)", T, T + 3_600_000, 60_000)
     assert compiled.native is not None
-    assert native.answer(compiled.native, lambda sql: eng.con.sql(sql).to_arrow_table()) is None
+    assert (
+        native.answer(
+            compiled.native, lambda sql, params: eng.con.sql(sql, params=params).to_arrow_table()
+        )
+        is None
+    )
 
 
 def test_a_cap_on_series_and_a_stop_are_kept(eng: Engine) -> None:
     compiled = evaluate.range_query(f"sum by (gpu) ({TEMP})", T, T + 3_600_000, 60_000)
     assert compiled.native is not None
 
-    def run(sql: str) -> Any:
-        return eng.con.sql(sql).to_arrow_table()
+    def run(sql: str, params: dict[str, Any]) -> Any:
+        return eng.con.sql(sql, params=params).to_arrow_table()
 
     assert native.answer(compiled.native, run, max_series=3) is None  # 4 series: SQL refuses
     assert native.answer(compiled.native, run, max_series=4) is not None
@@ -258,7 +263,7 @@ def test_blocks_that_change_while_it_reads_leave_the_query_to_sql(
         assert compiled.native is not None
         calls: list[str] = []
 
-        def run(sql: str) -> Any:
+        def run(sql: str, params: dict[str, Any]) -> Any:
             calls.append(sql)
             if len(calls) == 2:  # the series and blocks were listed: now the hot samples
                 cur = engine.cursor()
@@ -266,7 +271,9 @@ def test_blocks_that_change_while_it_reads_leave_the_query_to_sql(
                                 flush=FLUSH)  # fmt: skip
                 cur.close()
                 assert moved
-            return engine.con.sql(sql).to_arrow_table()
+            return engine.con.sql(sql, params=params).to_arrow_table()
 
         assert native.answer(compiled.native, run) is None
-        assert native.answer(compiled.native, lambda s: engine.con.sql(s).to_arrow_table())
+        assert native.answer(
+            compiled.native, lambda s, p: engine.con.sql(s, params=p).to_arrow_table()
+        )
