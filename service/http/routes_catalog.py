@@ -130,14 +130,24 @@ def _freshness_targets(cur: Any) -> dict[str, float]:
     return {n: e.freshness_s for n, e in schedule.entries(cur).items() if e.freshness_s}
 
 
+def _readings(
+    cur: Any,
+) -> tuple[dict[str, float], dict[str, float], dict[str, int], dict[str, tuple[int, int]]]:
+    """What /metrics reads from the database, on one cursor: each dynamic table's lag and
+    freshness target, DuckDB's buffer memory by tag and its eviction queues."""
+    return (
+        describe.refresh_lag_s(cur),
+        _freshness_targets(cur),
+        describe.duckdb_memory(cur),
+        describe.duckdb_eviction_queues(cur),
+    )
+
+
 @router.get("/metrics", tags=["service"], response_class=PlainTextResponse)
 def metrics(request: Request) -> PlainTextResponse:
     """Prometheus text: queries, errors, latencies, ingest rows, refresh lag per dynamic table."""
     server = _server(request)
-    lag = server.with_cursor(describe.refresh_lag_s)
-    targets = server.with_cursor(_freshness_targets)
-    duckdb_memory = server.with_cursor(describe.duckdb_memory)
-    queues = server.with_cursor(describe.duckdb_eviction_queues)
+    lag, targets, duckdb_memory, queues = server.with_cursor(_readings)
     pool = pa.default_memory_pool()
     gauges: Gauges = {
         DYNAMIC_TABLE_LAG: {(("table", str(name)),): float(value) for name, value in lag.items()},
