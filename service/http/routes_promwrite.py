@@ -69,7 +69,8 @@ async def remote_write(request: Request, user: Annotated[User, Depends(current_u
             return _refuse(413, f"the body is over the cap of {MAX_BODY_BYTES:,} bytes")
         chunks.append(chunk)
     try:
-        await run_in_threadpool(server.remote_write, user, b"".join(chunks))
+        sender = (request.client.host, request.client.port) if request.client else None
+        await run_in_threadpool(server.remote_write, user, b"".join(chunks), sender)
     except WriterBusy as busy:
         return _refuse(503, str(busy), {"Retry-After": "1"})
     return Response(status_code=204)

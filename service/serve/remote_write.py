@@ -19,13 +19,20 @@ until `ENOUGH_SAMPLES` are queued. The writer then spends about a quarter of its
 transactions at most, and a request waits at most three more transactions' time; a lone request
 (no transaction just before) is stored at once. What a group cannot exceed is
 `MAX_GROUP_SAMPLES`.
+
+The linger also ends once every sender (HTTP connection) of the last group has a request queued
+again. A connection carries one request at a time, and a sender waits for its answer before it
+sends again (each of Prometheus's shards does), so nothing more can come from them: lingering
+then only delays. This is what a sender that has fallen behind looks like, and there the linger
+would cost it a third of its throughput (measured at 10,000 GPUs over 8 connections: 0.26 s
+transactions of 7.8 requests, each after a 0.25 s linger).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Any
 
@@ -45,20 +52,22 @@ class GroupCommit:
     ) -> None:
         self._store = store
         self._committed = committed  # told the requests of each transaction that committed
-        self._queue: list[tuple[Decoded, Future[Any]]] = []
+        self._queue: list[tuple[Decoded, Future[Any], Hashable | None]] = []
         self._ready = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
         self._last_took_s = 0.0  # how long the last transaction took
         self._last_end = float("-inf")  # when it ended (time.monotonic)
+        self._last_senders: frozenset[Hashable] = frozenset()  # of the last group, if all known
 
-    def submit(self, rows: Decoded) -> Future[Any]:
-        """Queue `rows`; the future holds what its transaction stored, or its error."""
+    def submit(self, rows: Decoded, sender: Hashable | None = None) -> Future[Any]:
+        """Queue `rows`; the future holds what its transaction stored, or its error. `sender`:
+        the connection it came on (None: unknown), which sends nothing more until answered."""
         done: Future[Any] = Future()
         with self._ready:
             if self._closed:
                 raise RuntimeError("the server is shutting down")
-            self._queue.append((rows, done))
+            self._queue.append((rows, done, sender))
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="wanka-remote-write", daemon=True
@@ -72,18 +81,22 @@ class GroupCommit:
             self._closed = True
             self._ready.notify()
 
-    def _take(self) -> list[tuple[Decoded, Future[Any]]]:
+    def _take(self) -> list[tuple[Decoded, Future[Any], Hashable | None]]:
         with self._ready:
             while not self._queue and not self._closed:
                 self._ready.wait()
             if time.monotonic() - self._last_end < STEADY_S:  # a stream: let the group fill
                 until = time.monotonic() + min(MAX_LINGER_S, LINGER_FACTOR * self._last_took_s)
-                while not self._closed and self._queued() < ENOUGH_SAMPLES:
+                while (
+                    not self._closed
+                    and self._queued() < ENOUGH_SAMPLES
+                    and not self._senders_back()
+                ):
                     left = until - time.monotonic()
                     if left <= 0:
                         break
                     self._ready.wait(left)
-            group: list[tuple[Decoded, Future[Any]]] = []
+            group: list[tuple[Decoded, Future[Any], Hashable | None]] = []
             total = 0
             while self._queue and (
                 not group or total + self._queue[0][0].received <= MAX_GROUP_SAMPLES
@@ -91,10 +104,17 @@ class GroupCommit:
                 item = self._queue.pop(0)
                 total += item[0].received
                 group.append(item)
+            senders = [sender for _, _, sender in group]
+            self._last_senders = frozenset() if None in senders else frozenset(senders)
             return group
 
     def _queued(self) -> int:
-        return sum(rows.received for rows, _ in self._queue)
+        return sum(rows.received for rows, _, _ in self._queue)
+
+    def _senders_back(self) -> bool:
+        """Whether every sender of the last group (each known) has a request queued again."""
+        queued = {sender for _, _, sender in self._queue}
+        return bool(self._last_senders) and self._last_senders <= queued
 
     def _run(self) -> None:
         while True:
@@ -103,13 +123,13 @@ class GroupCommit:
                 return  # closed and drained
             started = time.monotonic()
             try:
-                stored = self._store(merge([rows for rows, _ in group]))
+                stored = self._store(merge([rows for rows, _, _ in group]))
             except Exception as error:
                 self._last_end = float("-inf")  # no linger before the ones stored alone
                 if len(group) == 1:
                     group[0][1].set_exception(error)
                     continue
-                for rows, done in group:  # one at a time: a bad one fails alone
+                for rows, done, _ in group:  # one at a time: a bad one fails alone
                     try:
                         done.set_result(self._store(rows))
                     except Exception as alone:
@@ -120,5 +140,5 @@ class GroupCommit:
             self._last_end = time.monotonic()
             self._last_took_s = self._last_end - started
             self._committed(len(group))
-            for _, done in group:
+            for _, done, _ in group:
                 done.set_result(stored)

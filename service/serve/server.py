@@ -19,7 +19,7 @@ The faces call the server's methods below, each handed to its part.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, BinaryIO, Protocol, TypeVar
 
 from service.serve import auth, process
@@ -200,8 +200,8 @@ class Server:
     ) -> list[IngestResult]:
         return self.writer.ingest(user, fmt, uploads, options, force=force)
 
-    def remote_write(self, user: User, body: bytes) -> Appended:
-        return self.writer.remote_write(user, body)
+    def remote_write(self, user: User, body: bytes, sender: Hashable | None = None) -> Appended:
+        return self.writer.remote_write(user, body, sender)
 
     def refresh(
         self, user: User, name: str, *, full: bool = False

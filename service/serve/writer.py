@@ -9,6 +9,7 @@ seen (a first batch of requests arrives at once, one per shard of the sender).
 from __future__ import annotations
 
 import threading
+from collections.abc import Hashable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -86,10 +87,11 @@ class Writer:
             results.append(result)
         return results
 
-    def remote_write(self, user: User, body: bytes) -> Appended:
+    def remote_write(self, user: User, body: bytes, sender: Hashable | None = None) -> Appended:
         """Store one Prometheus remote_write body (warehouse/remote_write): decoded and checked
         here, then stored with the requests queued beside it in one transaction through the
-        write gate (serve/remote_write.py); what that transaction stored."""
+        write gate (serve/remote_write.py); what that transaction stored. `sender`: the
+        connection it came on, if known (the group commit's linger ends on it)."""
         from warehouse.ingest.batch import read_context
         from warehouse.ingest.models import ModelNames
         from warehouse.remote_write import decode, rows
@@ -105,7 +107,7 @@ class Writer:
         decoded = decode.decode(body, series, rows.Limits())
         wait_s = self._core.limits.timeout_s * 3
         try:
-            stored: Appended = group_commit.submit(decoded).result(timeout=wait_s)
+            stored: Appended = group_commit.submit(decoded, sender).result(timeout=wait_s)
         except TimeoutError:
             raise WriterBusy(f"the remote_write was not stored within {wait_s:g} s") from None
         return stored

@@ -128,3 +128,36 @@ def test_a_steady_stream_lingers_and_a_lone_request_does_not(
         group.submit(third).result(timeout=60)
         assert began[2] - sent < 0.5
         group.close()
+
+
+def test_the_linger_ends_once_every_sender_of_the_last_group_is_back(
+    warehouses: Warehouses, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sender sends again only once answered: when every sender of the last group has a
+    request queued, nothing more can come, and the group is stored without lingering. A
+    sender that did not come back (or an unknown one) leaves the linger as it was."""
+    from service.serve import remote_write
+
+    monkeypatch.setattr(remote_write, "STEADY_S", 5.0)
+    monkeypatch.setattr(remote_write, "MAX_LINGER_S", 1.0)
+    with warehouses.engine() as eng:
+        began: list[float] = []
+
+        def write(rows: Decoded) -> Appended:
+            began.append(time.monotonic())
+            time.sleep(0.5)  # the linger after it: min(1.0, 3 x 0.5)
+            return append(eng.cursor(), rows)
+
+        group = GroupCommit(write)
+        first, second, third, fourth = requests(eng, 4)
+        group.submit(first, ("10.0.0.1", 40001)).result(timeout=60)
+        sent = time.monotonic()
+        group.submit(second, ("10.0.0.1", 40001)).result(timeout=60)  # back: no linger
+        assert began[1] - sent < 0.4
+        sent = time.monotonic()
+        group.submit(third, ("10.0.0.2", 40002)).result(timeout=60)  # the first is not back
+        assert began[2] - sent >= 0.8
+        sent = time.monotonic()
+        group.submit(fourth).result(timeout=60)  # an unknown sender: the linger runs
+        assert began[3] - sent >= 0.8
+        group.close()
