@@ -30,9 +30,20 @@ WITH fresh AS MATERIALIZED (  -- the batches' sample times per GPU (and a field 
     UNION ALL
     SELECT b.ts_min, b.ts_max FROM wanka.sample_batches b, newest n
     WHERE b.batch_id NOT IN ({batches}) AND b.ts_max >= n.now - INTERVAL '{lookback_s} seconds'
-), known AS (  -- each GPU's samples: its newest before the batch, then the batch's
+), before AS (  -- each GPU's newest sample before the batch
     SELECT host, gpu, uuid, max(ts) AS ts, arg_max(metric, ts) AS metric
     FROM wanka.gpu_event_state GROUP BY ALL
+), everyone AS (  -- each GPU's samples: its newest before the batch, then the batch's
+    SELECT * FROM before
+    UNION ALL
+    SELECT host, gpu, uuid, ts, metric FROM fresh
+), known AS (  -- those a silence can follow: every sample of the GPUs the batch carries; of
+    -- the others, the newest where it is old enough for a silence to now (the one gap that
+    -- such a GPU can show). So the window below sorts the batch's GPUs, not the fleet's.
+    SELECT b.host, b.gpu, b.uuid, b.ts, b.metric
+    FROM before b LEFT JOIN (SELECT DISTINCT host, gpu, uuid, true AS carried FROM fresh) f
+        USING (host, gpu, uuid), newest n
+    WHERE f.carried OR b.ts <= n.now - INTERVAL '{silent_s} seconds' - INTERVAL '{half_s} seconds'
     UNION
     SELECT host, gpu, uuid, ts, metric FROM fresh
 ), gaps AS (  -- silent past the threshold, and half of it longer (to the next sample, or now)
@@ -57,7 +68,7 @@ WITH fresh AS MATERIALIZED (  -- the batches' sample times per GPU (and a field 
 SELECT s.silent_at AS ts, s.host, nullif(s.gpu, -1) AS gpu,
        nullif(s.uuid, '') AS uuid, 'silent' AS kind, NULL::INTEGER AS code,
        CASE WHEN EXISTS (  -- another GPU of the host reported during the silence
-                SELECT 1 FROM known k
+                SELECT 1 FROM everyone k
                 WHERE k.host = s.host AND NOT (k.gpu = s.gpu AND k.uuid = s.uuid)
                     AND k.ts > s.last_ts + INTERVAL '{half_s} seconds'
                     AND k.ts <= coalesce(s.back, s.now))
