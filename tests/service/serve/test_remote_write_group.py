@@ -33,6 +33,25 @@ def requests(eng: Engine, count: int, metric: str = "DCGM_FI_DEV_GPU_UTIL") -> l
     ]
 
 
+def slow_group(
+    eng: Engine, monkeypatch: pytest.MonkeyPatch, *, steady_s: float, takes_s: float
+) -> tuple[GroupCommit, list[float]]:
+    """A group commit whose transactions take `takes_s` each, lingering 1 s at most, a stream
+    being transactions less than `steady_s` apart; when each transaction began."""
+    from service.serve import remote_write
+
+    monkeypatch.setattr(remote_write, "STEADY_S", steady_s)
+    monkeypatch.setattr(remote_write, "MAX_LINGER_S", 1.0)
+    began: list[float] = []
+
+    def write(rows: Decoded) -> Appended:
+        began.append(time.monotonic())
+        time.sleep(takes_s)
+        return append(eng.cursor(), rows)
+
+    return GroupCommit(write), began
+
+
 def test_concurrent_requests_are_stored_once_each(warehouses: Warehouses) -> None:
     with warehouses.engine() as eng:
         transactions: list[int] = []
@@ -105,19 +124,9 @@ def test_a_steady_stream_lingers_and_a_lone_request_does_not(
 ) -> None:
     """Right after a transaction, the writer waits as long as it took (capped) for the group
     to fill; a request after a quiet spell is stored at once."""
-    from service.serve import remote_write
-
-    monkeypatch.setattr(remote_write, "STEADY_S", 0.3)
-    monkeypatch.setattr(remote_write, "MAX_LINGER_S", 1.0)
     with warehouses.engine() as eng:
-        began: list[float] = []
-
-        def write(rows: Decoded) -> Appended:
-            began.append(time.monotonic())
-            time.sleep(1.0)  # a slow transaction: the next linger is as long (its cap)
-            return append(eng.cursor(), rows)
-
-        group = GroupCommit(write)
+        # a slow transaction: the next linger is as long (its cap)
+        group, began = slow_group(eng, monkeypatch, steady_s=0.3, takes_s=1.0)
         first, second, third = requests(eng, 3)
         group.submit(first).result(timeout=60)
         sent = time.monotonic()
@@ -136,19 +145,9 @@ def test_the_linger_ends_once_every_sender_of_the_last_group_is_back(
     """A sender sends again only once answered: when every sender of the last group has a
     request queued, nothing more can come, and the group is stored without lingering. A
     sender that did not come back (or an unknown one) leaves the linger as it was."""
-    from service.serve import remote_write
-
-    monkeypatch.setattr(remote_write, "STEADY_S", 5.0)
-    monkeypatch.setattr(remote_write, "MAX_LINGER_S", 1.0)
     with warehouses.engine() as eng:
-        began: list[float] = []
-
-        def write(rows: Decoded) -> Appended:
-            began.append(time.monotonic())
-            time.sleep(0.5)  # the linger after it: min(1.0, 3 x 0.5)
-            return append(eng.cursor(), rows)
-
-        group = GroupCommit(write)
+        # the linger after a transaction: min(1.0, 3 x 0.5)
+        group, began = slow_group(eng, monkeypatch, steady_s=5.0, takes_s=0.5)
         first, second, third, fourth = requests(eng, 4)
         group.submit(first, ("10.0.0.1", 40001)).result(timeout=60)
         sent = time.monotonic()
