@@ -218,21 +218,21 @@ SILENT = [  # n1 GPU 1 quiet after 00:05 (back at 00:16); all of n2 quiet after 
 def test_a_gpu_or_host_that_falls_silent_is_one_event(
     cur: Any, batching: str, n2_silent_s: int
 ) -> None:
-    """However the samples come in batches, the same silences; "a batch a GPU" (each minute
-    n2's first, as remote_write carries some GPUs a request) has a batch without the GPU or
-    its host's others see the silence: the host's others reported before that batch."""
+    """However the samples come in batches, the same silences. In "a batch a GPU" (n2's
+    first each minute, as a remote_write request carries some GPUs) the batch that sees n1's
+    GPU 1 fall silent holds neither it nor its host's other GPU, which reported just before."""
     rows = fleet(30, {("n1", 1): range(6, 16), ("n2", 0): range(21, 30)})
-    if batching == "one batch":
-        batches = [rows]
-    else:
-        minutes = [[r for r in rows if r[0].minute == m] for m in range(30)]
-        batches = minutes
-        if batching == "a batch a GPU":
-            batches = [
-                [r for r in minute if r[1:3] == gpu]
-                for minute in minutes
-                for gpu in (("n2", 0), ("n1", 0), ("n1", 1))
-            ]
+    per_minute: dict[str, list[tuple[str, int] | None]] = {  # None: the whole minute
+        "one batch": [],
+        "a batch a minute": [None],
+        "a batch a GPU": [("n2", 0), ("n1", 0), ("n1", 1)],
+    }
+    gpus = per_minute[batching]
+    batches = [
+        [r for r in rows if r[0].minute == m and gpu in (None, r[1:3])]
+        for m in range(30)
+        for gpu in gpus
+    ] or [rows]
     for batch in batches:
         if batch:
             append(cur, table(batch))
@@ -242,7 +242,7 @@ def test_a_gpu_or_host_that_falls_silent_is_one_event(
     (value,) = cur.execute("SELECT value FROM gpu_events WHERE host = 'n2'").fetchone()
     # silent from 00:20:00 to the newest sample the batch that saw it held: 00:29:01 when one
     # batch held it all, 00:28:01 (silent 7.5 minutes, to be sure) when the batches came a minute
-    # at a time, 00:28:00 when they came a GPU at a time (n1's GPU 0 first)
+    # at a time, 00:28:00 when they came a GPU at a time (n1's GPU 0's batch saw it)
     assert value == n2_silent_s
 
 
