@@ -14,9 +14,10 @@ that `wanka serve` then serves; the ingest times are those of each. Prometheus i
 compact its head as a live one would have; wanka is served with `--promql-cache-offset 0` (no
 result cache) as VictoriaMetrics is started with `-search.disableCache` (and
 `-retentionPeriod=100y`); VictoriaMetrics is flushed (`/internal/force_flush`, counted in its
-ingest) and given time to finish its background merges; wanka's database is compacted
-(`compact` with the real now: the closed 2 h windows go into compressed blocks, the open one
-stays hot).
+ingest) and given time to finish its background merges; wanka's database is compacted as
+`wanka serve`'s scheduler keeps it (`compact` with the real now and its `FLUSH`: the closed 2 h
+windows go into compressed blocks, and so do the open window's closed 10 minutes; the rest, about
+a quarter of an hour, stays hot).
 
 Then Grafana's requests, over HTTP to both: the template variables
 (`label_values(DCGM_FI_DEV_GPU_TEMP, instance)` and `..., gpu)` as /api/v1/label/*/values),

@@ -20,7 +20,7 @@ from warehouse.remote_write.decode import decode
 from warehouse.remote_write.messages import WriteRequest
 from warehouse.remote_write.rows import Limits, SeriesCache
 from warehouse.tsdb.append import append
-from warehouse.tsdb.compact import compact
+from warehouse.tsdb.compact import FLUSH, compact
 
 GPUS_PER_NODE = 8
 SCRAPE_S = 60
@@ -127,12 +127,13 @@ def load(
 
 
 def compact_now(db: str) -> tuple[int, int, float]:
-    """Compact wanka's database at the real now: (samples moved into blocks, their bytes,
+    """Compact wanka's database at the real now as `wanka serve`'s scheduler does, the closed
+    10 minutes of the open window flushed too: (samples moved into blocks, their bytes,
     seconds)."""
     engine = Engine(db)
     cur = engine.cursor()
     t0 = time.perf_counter()
-    moved = [m for m in compact(cur, now=datetime.now(UTC)) if m.tier is None]
+    moved = [m for m in compact(cur, now=datetime.now(UTC), flush=FLUSH) if m.tier is None]
     took = time.perf_counter() - t0
     cur.close()
     engine.close()

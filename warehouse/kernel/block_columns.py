@@ -24,6 +24,7 @@ to 207.73 MB.
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 import numpy as np
 from pcodec import ChunkConfig, standalone
@@ -152,9 +153,40 @@ def repeats(values: np.ndarray, starts: np.ndarray, runs: np.ndarray) -> bytes |
     return b"".join(LEN.pack(len(p)) + p for p in parts)
 
 
+class Runs(NamedTuple):
+    """An int64 column by its series runs: the distinct runs one after another (`kept`), their
+    lengths, and the distinct run each series run is (`which`). A reader that works run by run
+    (the PromQL fast path's search of each step's sample) does its work once per distinct run."""
+
+    which: np.ndarray
+    lengths: np.ndarray
+    kept: np.ndarray
+
+    @staticmethod
+    def each(values: np.ndarray, runs: np.ndarray) -> Runs:
+        """`values` with every series run its own."""
+        return Runs(np.arange(len(runs), dtype=np.int64), runs.astype(np.int64), values)
+
+    def expand(self) -> np.ndarray:
+        """The column as it is: each series run's values, in order."""
+        if len(self.which) == len(self.lengths) and np.array_equal(
+            self.which, np.arange(len(self.which))
+        ):
+            return self.kept
+        ends = np.cumsum(self.lengths, dtype=np.int64).tolist()
+        sizes = self.lengths.tolist()
+        pieces = [self.kept[end - size : end] for end, size in zip(ends, sizes, strict=True)]
+        return np.concatenate([pieces[w] for w in self.which.tolist()]) if pieces else self.kept
+
+
 def unpack_int(code: bytes, data: memoryview, runs: np.ndarray) -> np.ndarray:
+    return unpack_runs(code, data, runs).expand()
+
+
+def unpack_runs(code: bytes, data: memoryview, runs: np.ndarray) -> Runs:
+    """An int64 column ('q' or 'r') by its series runs; a 'q' column's runs are each distinct."""
     if code == b"q":
-        return unpack(data, np.int64)
+        return Runs.each(unpack(data, np.int64), runs)
     parts, at = [], 0
     for _ in range(3):
         (size,) = LEN.unpack_from(data, at)
@@ -165,6 +197,4 @@ def unpack_int(code: bytes, data: memoryview, runs: np.ndarray) -> np.ndarray:
     kept = unpack(parts[2], np.int64)
     if len(which) != len(runs) or not np.array_equal(lengths[which], runs):
         raise ValueError("a block's repeated runs do not match its series runs")
-    ends = np.cumsum(lengths, dtype=np.int64).tolist()
-    pieces = [kept[end - size : end] for end, size in zip(ends, lengths.tolist(), strict=True)]
-    return np.concatenate([pieces[w] for w in which.tolist()]) if pieces else kept
+    return Runs(which.astype(np.int64), lengths.astype(np.int64), kept)

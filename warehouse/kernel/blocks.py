@@ -47,12 +47,14 @@ from duckdb.func import FunctionNullHandling, PythonUDFType
 
 from warehouse.kernel.block_columns import (
     LEN,
+    Runs,
     pack,
     pack_float,
     pack_int,
     unpack,
     unpack_float,
     unpack_int,
+    unpack_runs,
 )
 
 MAGIC = b"WKB1"
@@ -321,10 +323,11 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
-def decode_samples(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A samples block's series ids and run lengths (one per series run), timestamps (µs) and
-    values, without its batch ids: what an evaluator over arrays reads. A ValueError when a
-    value is NULL (such a block is read through SQL)."""
+def decode_samples(data: bytes) -> tuple[np.ndarray, np.ndarray, Runs, np.ndarray]:
+    """A samples block's series ids and run lengths (one per series run), timestamps (µs, by
+    series run: the series of one scrape share theirs) and values, without its batch ids: what
+    an evaluator over arrays reads. A ValueError when a value is NULL (such a block is read
+    through SQL)."""
     view = memoryview(data)
     magic, _count, _runs, width = _HEAD.unpack_from(view)
     if magic != MAGIC or width != len(SAMPLES.columns):
@@ -342,5 +345,5 @@ def decode_samples(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     if has_nulls:
         raise ValueError("the block has NULL values")
     values = unpack_float(code, sections[3], k, runs)
-    ts = unpack_int(kinds[0][0], sections[2], runs)
+    ts = unpack_runs(kinds[0][0], sections[2], runs)
     return unpack(sections[0], np.int32), runs, ts, values

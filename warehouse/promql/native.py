@@ -38,8 +38,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from warehouse.kernel import blocks
+from warehouse.kernel.block_columns import Runs
 from warehouse.promql import native_steps, source
 from warehouse.promql.context import ms
 from warehouse.promql.labels import without as without_sql
@@ -243,7 +245,8 @@ def _parts(
     native: Native, run: Run, sids: np.ndarray, ids: list[int], check: Callable[[], None]
 ) -> Any:
     """The selected series' samples of the window, block by block, then the hot ones: each
-    as (rank of each run's series, run lengths, times in µs, values), runs in series order."""
+    as (rank of each run's series, run lengths, times in µs by series run, values), runs in
+    series order."""
     shape = native.shape
     lo = _window(native)[0]
     rank_of = np.full(int(sids[-1]) + 2, -1, dtype=np.int64)
@@ -289,7 +292,7 @@ def _parts(
         hid, ts, values = hid[order], ts[order], values[order]
         starts = np.flatnonzero(np.diff(hid, prepend=-1))
         runs = np.diff(np.append(starts, len(hid)))
-        yield hid[starts], runs, ts, values
+        yield hid[starts], runs, Runs.each(ts, runs), values
 
 
 def _answer(native: Native, run: Run, check: Callable[[], None], max_series: int | None) -> bytes:
@@ -317,20 +320,21 @@ def _answer(native: Native, run: Run, check: Callable[[], None], max_series: int
 
 
 def _render(native: Native, keys: list[str], found: np.ndarray, exists: np.ndarray) -> bytes:
+    """The answer's JSON: each group with a point, in the order of its labels' text. The points'
+    texts are made by Arrow's string kernels, all at once."""
     g = native.grid
-    times = [seconds_text(g.start_ms + k * g.step_ms) for k in range(g.last + 1)]
-    parts = []
-    for i in sorted(range(len(keys)), key=lambda i: keys[i]):
-        steps = np.flatnonzero(exists[i])
-        if not len(steps):
-            continue
-        texts = values_text(found[i, steps])
-        if native.kind == "vector":
-            parts.append(f'{{"metric":{keys[i]},"value":[{times[0]},"{texts[0]}"]}}')
-        else:
-            points = ",".join(
-                f'[{times[k]},"{v}"]' for k, v in zip(steps.tolist(), texts, strict=True)
-            )
-            parts.append(f'{{"metric":{keys[i]},"values":[{points}]}}')
-    body = ",".join(parts)
+    order = np.array(sorted(range(len(keys)), key=lambda i: keys[i]), dtype=np.int64)
+    rows, steps = np.nonzero(exists[order])  # by group, then step
+    groups, counts = np.unique(rows, return_counts=True)
+    times = pa.array([seconds_text(g.start_ms + k * g.step_ms) for k in range(g.last + 1)])
+    points = pc.binary_join_element_wise(
+        "[", times.take(steps), ',"', values_text(found[order[rows], steps]), '"]', ""
+    )
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    series = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), points), ",")
+    name, (lead, tail) = ("value", ("", "")) if native.kind == "vector" else ("values", "[]")
+    body = ",".join(
+        f'{{"metric":{keys[order[i]]},"{name}":{lead}{text}{tail}}}'
+        for i, text in zip(groups.tolist(), series.to_pylist(), strict=True)
+    )
     return f'{{"resultType":"{native.kind}","result":[{body}]}}'.encode()

@@ -1,7 +1,9 @@
 """The steps of the PromQL fast path (`native.py`) over decoded arrays: each series' point at
 each step (the latest sample in the lookback, or a function over the step's window), then the
-aggregation over the series of each group. Parts are (ranks, runs, ts µs, values): series runs
-ordered by time, each run's series as its rank among the selected series (-1: none)."""
+aggregation over the series of each group. Parts are (ranks, runs, times, values): series runs
+ordered by time, each run's series as its rank among the selected series (-1: none), and their
+times (µs) as `Runs`: the series of one scrape share their times, so the work that depends on
+times alone is done once per distinct run."""
 
 from __future__ import annotations
 
@@ -24,36 +26,40 @@ def _bucket_of(g: Grid, offset_ms: int, ts: np.ndarray) -> np.ndarray:
 def instants(
     g: Grid, offset_ms: int, lookback_ms: int, parts: Any, count: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(value, present) per series and step: the latest sample within the lookback. Each part's
-    latest sample at or before each step it can reach is found by a binary search of the
-    step's time in its series' run (samples x 2 operations, then (series x steps) searches),
-    and the newest of the parts' is kept."""
+    """(value, present) per series and step: the latest sample within the lookback. Each
+    distinct run of a part's times is searched for each step it can reach (a binary search of
+    the step's time: distinct samples x 2 operations, then (distinct runs x steps) searches);
+    its series runs take their samples at the positions found, and the newest of the parts'
+    is kept."""
     n = g.last + 1
     step = g.step_ms * 1000
     first = (g.start_ms - offset_ms) * 1000
     lookback = lookback_ms * 1000
     times = np.full(count * n, _NO_TIME, dtype=np.int64)
     values = np.zeros(count * n)
-    for ranks, runs, ts, v in parts:
-        if not len(ts):
+    for ranks, runs, (which, lengths, kept), v in parts:
+        if not len(kept):
             continue
-        ends = np.cumsum(runs)
-        lo, hi = int(ts[ends - runs].min()), int(ts[ends - 1].max())  # each run is in order
+        ends = np.cumsum(lengths)
+        firsts = ends - lengths
+        lo, hi = int(kept[firsts].min()), int(kept[ends - 1].max())  # each run is in order
         k_lo = max(0, -((first - lo) // step))  # the steps whose lookback meets the part
         k_hi = min(n - 1, (hi + lookback - first) // step)
         if k_lo > k_hi:
             continue
         span = hi - lo + 1
-        key = ts + np.repeat(np.arange(len(runs), dtype=np.int64) * span - lo, runs)
+        offsets = np.arange(len(lengths), dtype=np.int64) * span
+        key = kept + np.repeat(offsets - lo, lengths)
         reach = np.minimum(first + np.arange(k_lo, k_hi + 1, dtype=np.int64) * step - lo, span - 1)
-        asked = (np.arange(len(runs), dtype=np.int64) * span)[:, None] + reach[None, :]
-        hits = np.searchsorted(key, asked.ravel(), side="right").reshape(asked.shape) - 1
-        found = (hits >= (ends - runs)[:, None]) & (ranks >= 0)[:, None]
+        hits = np.searchsorted(key, (offsets[:, None] + reach[None, :]).ravel(), side="right")
+        hits = hits.reshape(len(lengths), len(reach)) - 1  # in `kept`; before its run: none
+        found = (hits >= firsts[:, None])[which] & (ranks >= 0)[:, None]
         rows, cols = np.nonzero(found)
-        at = hits[rows, cols]
+        hit = hits[which[rows], cols]
+        at = (np.cumsum(runs) - runs)[rows] + hit - firsts[which[rows]]  # in `v`
         cell = ranks[rows] * n + k_lo + cols
-        newer = ts[at] > times[cell]
-        times[cell[newer]] = ts[at[newer]]
+        newer = kept[hit] > times[cell]
+        times[cell[newer]] = kept[hit[newer]]
         values[cell[newer]] = v[at[newer]]
     latest = times.reshape(count, n)
     step_us = first + np.arange(n, dtype=np.int64) * step
@@ -78,6 +84,39 @@ def _slide(a: np.ndarray, m: int, n: int, op: Any) -> np.ndarray:
     return result
 
 
+def _segments(
+    g: Grid,
+    offset_ms: int,
+    m: int,
+    ranks: np.ndarray,
+    runs: np.ndarray,
+    which: np.ndarray,
+    lengths: np.ndarray,
+    kept: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A part's samples cut where their cell changes: each segment's start in the part's values,
+    its cell ((series x (n + m) + bucket j + m) x 2 + on the step's edge) and whether that cell
+    is one of the grid's. The cuts are found once per distinct run of times, then laid on each
+    series run that has it."""
+    width = g.last + 1 + m
+    step = g.step_ms * 1000
+    j = _bucket_of(g, offset_ms, kept) + m
+    local = j * 2 + ((kept - (g.start_ms - offset_ms) * 1000) % step == 0)
+    inside = (j >= 0) & (j < width)
+    firsts = np.cumsum(lengths) - lengths
+    cut = np.ones(len(kept), dtype=bool)
+    cut[1:] = local[1:] != local[:-1]
+    cut[firsts] = True
+    seg = np.flatnonzero(cut)  # the distinct runs' segments, in `kept`
+    seg_first = np.searchsorted(seg, firsts)
+    per = np.diff(np.append(seg_first, len(seg)))[which]  # segments of each series run
+    before = np.cumsum(per) - per
+    pos = seg[np.repeat(seg_first[which] - before, per) + np.arange(int(per.sum()))]
+    starts = np.repeat(np.cumsum(runs) - runs - firsts[which], per) + pos
+    rank = np.repeat(ranks, per)
+    return starts, rank * (width * 2) + local[pos], inside[pos] & (rank >= 0)
+
+
 def over_time(
     g: Grid, offset_ms: int, range_ms: int, fn: str, parts: Any, count: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -93,32 +132,23 @@ def over_time(
     numbers = np.zeros(cells if extremes else 0, dtype=np.int64)
     low = np.full(cells if fn == "min_over_time" else 0, np.inf)
     high = np.full(cells if fn == "max_over_time" else 0, -np.inf)
-    step = g.step_ms * 1000
-    first = (g.start_ms - offset_ms) * 1000
-    for ranks, runs, ts, v in parts:
-        j = _bucket_of(g, offset_ms, ts) + m
-        edge = (ts - first) % step == 0
-        rank = np.repeat(ranks, runs)
-        idx = (rank * width + j) * 2 + edge
-        keep = (j >= 0) & (j < width) & (rank >= 0)
-        if not keep.all():
-            idx, v = idx[keep], v[keep]
-        if not len(idx):
+    for ranks, runs, (which, lengths, kept), v in parts:
+        if not len(v):
             continue
-        starts = np.flatnonzero(np.diff(idx, prepend=-1))
-        cell = idx[starts]
-        samples[cell] += np.diff(np.append(starts, len(idx)))
+        starts, cell, keep = _segments(g, offset_ms, m, ranks, runs, which, lengths, kept)
+        at = cell[keep]
+        samples[at] += np.diff(np.append(starts, len(v)))[keep]
         if len(total):
-            total[cell] += np.add.reduceat(v, starts)
+            total[at] += np.add.reduceat(v, starts)[keep]
         if extremes:
             nan = np.isnan(v)
-            numbers[cell] += np.add.reduceat((~nan).astype(np.int64), starts)
+            numbers[at] += np.add.reduceat((~nan).astype(np.int64), starts)[keep]
         if len(low):
-            low[cell] = np.minimum(low[cell], np.minimum.reduceat(np.where(nan, np.inf, v), starts))
+            least = np.minimum.reduceat(np.where(nan, np.inf, v), starts)[keep]
+            low[at] = np.minimum(low[at], least)
         if len(high):
-            high[cell] = np.maximum(
-                high[cell], np.maximum.reduceat(np.where(nan, -np.inf, v), starts)
-            )
+            most = np.maximum.reduceat(np.where(nan, -np.inf, v), starts)[keep]
+            high[at] = np.maximum(high[at], most)
 
     def window(a: np.ndarray, op: Any) -> np.ndarray:
         cells = a.reshape(count, width, 2)  # window k: buckets k+1 .. k+m, and the edge of k

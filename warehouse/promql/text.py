@@ -4,6 +4,8 @@ for the SQL route's answers (`render.py`) and the fast path's (`native.py`)."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 
 def value_text(value: float) -> str:
@@ -30,9 +32,15 @@ def seconds_text(ms_: int) -> str:
     return str(ms_ // 1000 if ms_ % 1000 == 0 else ms_ / 1000)
 
 
-def values_text(values: np.ndarray) -> list[str]:
-    """The values as `value_text` writes them; `repr` at once where every one agrees."""
-    magnitude = np.abs(values)
-    if np.all(((magnitude >= 1e-4) & (magnitude < 1e16)) | (values == 0)):
-        return [t[:-2] if t.endswith(".0") else t for t in map(repr, values.tolist())]
-    return [value_text(v) for v in values.tolist()]
+def values_text(values: np.ndarray) -> pa.StringArray:
+    """The values as `value_text` writes them. Arrow writes the shortest digits that read back
+    as the value, as `repr` does, positionally where it can: its texts with an exponent, a NaN
+    or an infinity are written by `value_text` instead."""
+    texts = pc.cast(pa.array(values, type=pa.float64()), pa.string())
+    odd = np.flatnonzero(pc.match_substring_regex(texts, "[eni]").to_numpy(zero_copy_only=False))
+    if not len(odd):
+        return texts
+    found = texts.to_pylist()
+    for at in odd.tolist():
+        found[at] = value_text(values[at])
+    return pa.array(found, type=pa.string())

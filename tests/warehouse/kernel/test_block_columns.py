@@ -164,7 +164,8 @@ def test_runs_that_repeat_come_back_bit_for_bit(samples: blocks.Samples) -> None
     assert_same(blocks.decode(data), samples)
     ids, runs, ts, _ = blocks.decode_samples(data)
     np.testing.assert_array_equal(np.repeat(ids, runs), samples.series_id)
-    np.testing.assert_array_equal(ts, samples.ts)
+    np.testing.assert_array_equal(ts.expand(), samples.ts)
+    np.testing.assert_array_equal(ts.lengths[ts.which], runs)
     starts = np.cumsum(runs) - runs
     for column in (samples.ts, samples.batch_id):
         repeated = block_columns.repeats(column, starts, runs)

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from tests.warehouse.promql import reference as ref
 from tests.warehouse.promql.test_vs_prometheus import ours
 from tests.warehouses import Warehouses
+from warehouse.kernel import blocks
 from warehouse.kernel.engine import Engine
 from warehouse.promql import evaluate, native, render
 from warehouse.tsdb.compact import FLUSH, compact
@@ -33,6 +34,7 @@ MINUTE = 60_000
 T = (1_790_000_000_000 // 7_200_000) * 7_200_000  # a whole 2 h window
 STALE = struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000002))[0]
 TEMP, POWER = "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE"
+CLOCK = "DCGM_FI_DEV_SM_CLOCK"  # scraped together: its series share their times
 SPECIAL = (float("nan"), float("inf"), float("-inf"), -0.0)
 
 
@@ -69,13 +71,36 @@ def _batch(metric: str, lo: int, hi: int, seed: int) -> dict[ref.Labels, ref.Sam
     }
 
 
+def _scraped_together(lo: int, hi: int, seed: int) -> dict[ref.Labels, ref.Samples]:
+    """Every series at the same times (15 s past each minute, and a few on whole minutes),
+    but one that stops for a while and one that starts late: their blocks keep the shared
+    times once."""
+    rng = np.random.default_rng(seed)
+    times = [t + (0 if rng.random() < 0.1 else 15_000) for t in range(lo, hi, MINUTE)]
+    found = {}
+    for host in range(3):
+        for gpu in range(4):
+            chosen = times
+            if (host, gpu) == (1, 2):
+                chosen = [t for t in times if not lo + 90 * MINUTE <= t < lo + 110 * MINUTE]
+            if (host, gpu) == (2, 0):
+                chosen = [t for t in times if t >= lo + 20 * MINUTE]
+            found[_labels(CLOCK, host, gpu)] = [
+                (t, SPECIAL[int(rng.integers(4))] if rng.random() < 0.03 else
+                 float(rng.integers(100, 200)) / 2)
+                for t in chosen
+            ]  # fmt: skip
+    return found
+
+
 @pytest.fixture(scope="module")
 def eng(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[Engine]:
     engine = Engine(str(warehouses.empty(tmp_path_factory.mktemp("native") / "w.duckdb")))
     first = _batch(TEMP, T, T + 300 * MINUTE, 0)
     power = _batch(POWER, T, T + 300 * MINUTE, 0)
     power[_labels(POWER, 0, 0)].insert(50, (T + 50 * MINUTE + 1_000, STALE))
-    ref.load_wanka(engine, {**first, **power})
+    clock = _scraped_together(T, T + 300 * MINUTE, 0)
+    ref.load_wanka(engine, {**first, **power, **clock})
     cur = engine.cursor()
     compact(cur, now=datetime.fromtimestamp((T + 260 * MINUTE) / 1000, UTC))  # 2 windows
     ref.load_wanka(engine, _batch(TEMP, T + 30 * MINUTE, T + 50 * MINUTE, 1))  # late
@@ -132,7 +157,7 @@ INNER = (
     step_s=st.sampled_from([30, 60, 120, 300, 600, 37]),
     start_s=st.integers(-600, 300 * 60),
     points=st.integers(0, 60),
-    metric=st.sampled_from([TEMP, TEMP, TEMP, POWER]),
+    metric=st.sampled_from([TEMP, TEMP, TEMP, POWER, CLOCK]),
 )
 def test_the_fast_path_answers_as_the_sql_route(
     eng: Engine,
@@ -189,6 +214,15 @@ def test_the_window_is_hot_and_cold(eng: Engine) -> None:
         [TEMP, datetime.fromtimestamp((T + 240 * MINUTE) / 1000, UTC)],
     ).fetchall()
     assert blocks > windows == 2 and hot > 0
+
+
+def test_series_scraped_together_keep_their_times_once(eng: Engine) -> None:
+    """The comparisons above read blocks whose series share their times (`Runs`)."""
+    for (data,) in eng.con.execute(
+        "SELECT data FROM wanka.gpu_blocks WHERE metric = ?", [CLOCK]
+    ).fetchall():
+        _, runs, times, _ = blocks.decode_samples(data)
+        assert len(times.lengths) < len(runs) == 12
 
 
 @pytest.mark.parametrize(
