@@ -32,7 +32,7 @@ float additions (tests/warehouse/promql/test_native.py).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from warehouse.kernel import blocks
+from warehouse.kernel.ahead import ahead
 from warehouse.kernel.block_columns import Runs
 from warehouse.promql import native_steps, source
 from warehouse.promql.context import ms
@@ -255,16 +256,14 @@ def _parts(
         f"SELECT data FROM {BLOCKS} WHERE metric = {text(shape.metric)} "
         f"AND list_contains($ids, block_id) ORDER BY block_id"
     )
-    for at in range(0, len(ids), BLOCKS_AT_ONCE):
-        check()
-        some = ids[at : at + BLOCKS_AT_ONCE]
-        for data in run(chosen, {"ids": list(some)})["data"].to_pylist():
-            try:
-                block_ids, runs, ts, values = blocks.decode_samples(data)
-            except ValueError:
-                raise Fallback from None
-            ranks = rank_of[np.minimum(block_ids, len(rank_of) - 1)]
-            yield ranks, runs.astype(np.int64), ts, values
+
+    def fetched() -> Iterator[bytes]:
+        for at in range(0, len(ids), BLOCKS_AT_ONCE):
+            check()
+            yield from run(chosen, {"ids": ids[at : at + BLOCKS_AT_ONCE]})["data"].to_pylist()
+
+    for block_ids, runs, ts, values in ahead(fetched(), _decoded):
+        yield rank_of[np.minimum(block_ids, len(rank_of) - 1)], runs.astype(np.int64), ts, values
     check()
     # the hot samples, and in the same statement (one snapshot) a row of NULLs if the blocks
     # are no longer those listed: moved or cut again since, the answer would miss samples
@@ -293,6 +292,13 @@ def _parts(
         starts = np.flatnonzero(np.diff(hid, prepend=-1))
         runs = np.diff(np.append(starts, len(hid)))
         yield hid[starts], runs, Runs.each(ts, runs), values
+
+
+def _decoded(data: bytes) -> tuple[np.ndarray, np.ndarray, Runs, np.ndarray]:
+    try:
+        return blocks.decode_samples(data)
+    except ValueError:  # a NULL value: the SQL route reads such a block
+        raise Fallback from None
 
 
 def _answer(native: Native, run: Run, check: Callable[[], None], max_series: int | None) -> bytes:

@@ -30,12 +30,9 @@ statement runs, about one byte a sample.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import weakref
-from collections import deque
 from collections.abc import Generator, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -48,6 +45,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from warehouse.kernel import blocks
+from warehouse.kernel.ahead import ahead
 from warehouse.tsdb import relations
 
 try:  # DuckDB 2.0's Arrow source protocol: a Python object scanned as often as asked
@@ -61,9 +59,8 @@ AVAILABLE = ArrowScanSource is not None and hasattr(
 )
 #: The most samples a statement's blocks may hold for it to be read through scans.
 BUDGET = 200_000_000
-#: Blocks decoded ahead of the one DuckDB reads, per scan, on threads every scan shares.
+#: Blocks decoded ahead of the one DuckDB reads, per scan (`warehouse.kernel.ahead`).
 AHEAD = 2
-_DECODERS = ThreadPoolExecutor(max(2, os.cpu_count() or 2), thread_name_prefix="wanka-decode")
 #: The words of the error a statement raises when its blocks changed after `bind` read them.
 MOVED = "the compressed telemetry blocks changed as this query started"
 SCHEMA = pa.schema(
@@ -260,21 +257,7 @@ class _Scan(ArrowScanSource):
         """The blocks' batches in order, each decoded on the decoder threads while DuckDB
         works on the one before (pcodec and numpy let go of the GIL): at most `AHEAD`
         decoded ahead, and those not taken are cancelled when the scan stops early."""
-        data = iter(self.planned.data)
-        pending: deque[Future[pa.RecordBatch]] = deque()
-        try:
-            while True:
-                while len(pending) <= AHEAD:
-                    block = next(data, None)
-                    if block is None:
-                        break
-                    pending.append(_DECODERS.submit(self._batch, block, schema, chosen))
-                if not pending:
-                    return
-                yield pending.popleft().result()
-        finally:
-            for waiting in pending:
-                waiting.cancel()
+        return ahead(self.planned.data, lambda block: self._batch(block, schema, chosen), AHEAD)
 
     def _batch(self, data: bytes, schema: pa.Schema, chosen: list[int]) -> pa.RecordBatch:
         only = [i - 1 for i in chosen if i > 0]  # the block's columns come after series_id

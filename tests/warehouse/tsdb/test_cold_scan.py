@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import examples
 from tests.warehouses import Warehouses
-from warehouse.kernel import blocks
+from warehouse.kernel import ahead, blocks
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
 from warehouse.tsdb import cold_scan, compact, relations
@@ -245,5 +245,5 @@ def test_blocks_are_decoded_ahead_in_order_and_no_further_than_asked() -> None:
     first = scan._batches(two, [0, 2])
     assert next(first).column(1).to_pylist() == [0.0, 1.0, 2.0]
     first.close()
-    cold_scan._DECODERS.submit(lambda: None).result()  # what was started has finished
+    ahead._WORKERS.submit(lambda: None).result()  # what was started has finished
     assert 1 <= len(decoded) <= 1 + cold_scan.AHEAD
