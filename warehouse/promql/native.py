@@ -41,7 +41,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from warehouse.kernel import blocks
-from warehouse.kernel.ahead import ahead
 from warehouse.kernel.block_columns import Runs
 from warehouse.promql import native_steps, source
 from warehouse.promql.context import ms
@@ -262,7 +261,8 @@ def _parts(
             check()
             yield from run(chosen, {"ids": ids[at : at + BLOCKS_AT_ONCE]})["data"].to_pylist()
 
-    for block_ids, runs, ts, values in ahead(fetched(), _decoded):
+    # decoded here: decoding ahead on threads measured slower (29.8 against 25.5 ms a query)
+    for block_ids, runs, ts, values in map(_decoded, fetched()):
         yield rank_of[np.minimum(block_ids, len(rank_of) - 1)], runs.astype(np.int64), ts, values
     check()
     # the hot samples, and in the same statement (one snapshot) a row of NULLs if the blocks

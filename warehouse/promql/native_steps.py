@@ -53,13 +53,20 @@ def instants(
         reach = np.minimum(first + np.arange(k_lo, k_hi + 1, dtype=np.int64) * step - lo, span - 1)
         hits = np.searchsorted(key, (offsets[:, None] + reach[None, :]).ravel(), side="right")
         hits = hits.reshape(len(lengths), len(reach)) - 1  # in `kept`; before its run: none
-        found = (hits >= firsts[:, None])[which] & (ranks >= 0)[:, None]
-        rows, cols = np.nonzero(found)
-        hit = hits[which[rows], cols]
-        at = (np.cumsum(runs) - runs)[rows] + hit - firsts[which[rows]]  # in `v`
-        cell = ranks[rows] * n + k_lo + cols
-        newer = kept[hit] > times[cell]
-        times[cell[newer]] = kept[hit[newer]]
+        if len(lengths) == 1:  # every series run at the same times: a matrix of them
+            rows, cols = np.flatnonzero(ranks >= 0), np.flatnonzero(hits[0] >= 0)
+            hit = hits[0, cols]
+            at = (np.cumsum(runs) - runs)[rows, None] + hit[None, :]  # in `v`
+            cell = (ranks[rows] * n)[:, None] + (k_lo + cols)[None, :]
+            found = np.broadcast_to(kept[hit], cell.shape)
+        else:
+            rows, cols = np.nonzero((hits >= firsts[:, None])[which] & (ranks >= 0)[:, None])
+            hit = hits[which[rows], cols]
+            at = (np.cumsum(runs) - runs)[rows] + hit - firsts[which[rows]]  # in `v`
+            cell = ranks[rows] * n + k_lo + cols
+            found = kept[hit]
+        newer = found > times[cell]
+        times[cell[newer]] = found[newer]
         values[cell[newer]] = v[at[newer]]
     latest = times.reshape(count, n)
     step_us = first + np.arange(n, dtype=np.int64) * step

@@ -217,12 +217,16 @@ def test_the_window_is_hot_and_cold(eng: Engine) -> None:
 
 
 def test_series_scraped_together_keep_their_times_once(eng: Engine) -> None:
-    """The comparisons above read blocks whose series share their times (`Runs`)."""
+    """The comparisons above read blocks whose series share their times (`Runs`): in one
+    window all of them the same times, in another not."""
+    shared = set()
     for (data,) in eng.con.execute(
         "SELECT data FROM wanka.gpu_blocks WHERE metric = ?", [CLOCK]
     ).fetchall():
         _, runs, times, _ = blocks.decode_samples(data)
         assert len(times.lengths) < len(runs) == 12
+        shared.add(len(times.lengths) == 1)
+    assert shared == {True, False}
 
 
 @pytest.mark.parametrize(
