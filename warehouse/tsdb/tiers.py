@@ -77,14 +77,13 @@ def single_samples(tier_rows: str, raw: str) -> str:
     """The minutes of one sample as rows of the minute tier: the folded samples of `raw`
     (series_id, ts, value, batch_id) with a value whose minute has no row in `tier_rows` (the
     tier's rows, in its table and its blocks)."""
-    minute = "time_bucket(INTERVAL '1 minute', s.ts)"
     return (
-        f"SELECT s.series_id, {minute} AS bucket, 1 AS samples, s.value AS value_sum, "
+        "SELECT s.series_id, s.bucket, 1 AS samples, s.value AS value_sum, "
         "NULL::DOUBLE AS value_min, NULL::DOUBLE AS value_max, NULL::DOUBLE AS value_last, "
-        f"s.ts AS last_ts FROM {raw} AS s WHERE s.value IS NOT NULL "
-        "AND s.batch_id <= (SELECT watermark FROM wanka.tier_state) "
-        f"AND NOT EXISTS (SELECT 1 FROM {tier_rows} AS k "
-        f"WHERE k.series_id = s.series_id AND k.bucket = {minute})"
+        "s.ts AS last_ts FROM (SELECT series_id, time_bucket(INTERVAL '1 minute', ts) AS bucket, "
+        f"ts, value FROM {raw} WHERE value IS NOT NULL "
+        "AND batch_id <= (SELECT watermark FROM wanka.tier_state)) AS s "
+        f"ANTI JOIN {tier_rows} AS k ON k.series_id = s.series_id AND k.bucket = s.bucket"
     )
 
 
