@@ -109,7 +109,8 @@ def _read(
     can be (`warehouse.tsdb.cold_scan`)."""
     text = _pruned(statement)
     select = statement.type == "SELECT"
-    bound = cold_scan.bind(cur, text) if select and not params else None
+    named = params if isinstance(params, dict) else None  # positional ones: the function
+    bound = cold_scan.bind(cur, text, named) if select and (named or not params) else None
     if bound is not None:
         text, prepare = bound.sql, False
     if DIRECT and select:

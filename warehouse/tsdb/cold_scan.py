@@ -21,10 +21,11 @@ decode of blocks in its text is taken out (`bind`):
    retention pass committed in between, the statement fails with `MOVED`, and the executor
    runs it again, never reading a sample twice or missing one.
 
-A statement is left as it is (the function reads the blocks) when it has parameters, when a
-decode's bounds cannot be read on their own (they name a column of the outer query), or when
-its blocks hold more than `BUDGET` samples: the compressed bytes are held in memory while the
-statement runs, about one byte a sample.
+A statement is left as it is (the function reads the blocks) when it has positional parameters
+(named ones are given to the reads of its bounds), when a decode's bounds cannot be read on
+their own (they name a column of the outer query), or when its blocks hold more than `BUDGET`
+samples: the compressed bytes are held in memory while the statement runs, about one byte a
+sample.
 """
 
 from __future__ import annotations
@@ -87,9 +88,12 @@ class Bound:
     names: list[str]
 
 
-def bind(cur: duckdb.DuckDBPyConnection, sql: str) -> Bound | None:
+def bind(
+    cur: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None
+) -> Bound | None:
     """`sql` with each decode of blocks read through a scan registered on `cur`; None when it
-    has none, or one of them cannot be (see the module's docstring)."""
+    has none, or one of them cannot be (see the module's docstring). `params`: the statement's
+    named parameters, which its decodes' bounds may use (`$from`)."""
     release(cur)
     if not AVAILABLE or blocks.FUNCTION not in sql.lower():
         return None
@@ -100,7 +104,7 @@ def bind(cur: duckdb.DuckDBPyConnection, sql: str) -> Bound | None:
     try:
         for a, b in spans:
             left = BUDGET - sum(p.samples for p in planned)
-            planned.append(_plan(cur, _ctes(sql, a), sql[a:b], left))
+            planned.append(_plan(cur, _ctes(sql, a), sql[a:b], left, params or {}))
     except (duckdb.Error, SqlglotError, ValueError):  # _OverBudget too
         return None
     names, parts, at = [], [], 0
@@ -185,9 +189,11 @@ class _OverBudget(ValueError):
     """The blocks a statement needs hold more samples than `BUDGET`."""
 
 
-def _plan(cur: duckdb.DuckDBPyConnection, ctes: str, decode: str, budget: int) -> _Planned:
-    """Read a decode's bounds and the blocks it keeps, on `cur` (_OverBudget when they hold
-    more than `budget` samples)."""
+def _plan(
+    cur: duckdb.DuckDBPyConnection, ctes: str, decode: str, budget: int, params: dict[str, Any]
+) -> _Planned:
+    """Read a decode's bounds and the blocks it keeps, on `cur`, with those of the statement's
+    `params` they name (_OverBudget when they hold more than `budget` samples)."""
     select = sqlglot.parse_one(decode, read="duckdb")
     call = select.find(exp.Anonymous)
     if call is None or call.name.lower() != blocks.FUNCTION or len(call.expressions) != 6:
@@ -195,18 +201,19 @@ def _plan(cur: duckdb.DuckDBPyConnection, ctes: str, decode: str, budget: int) -
     where = select.args.get("where")
     where_sql = f" {where.sql(dialect='duckdb')}" if where is not None else ""
     args = [a.sql(dialect="duckdb") for a in call.expressions[1:]]
-    [given] = cur.sql(f"{ctes}SELECT {', '.join(args)}").fetchall()
+    bounds_sql = f"{ctes}SELECT {', '.join(args)}"
+    [given] = cur.sql(bounds_sql, params=_named(params, bounds_sql)).fetchall()
     # the blocks, by the bounds just read: the series wanted once, as a parameter
     wanted = args[4] if args[4] != "NULL" and args[4] in where_sql else None
-    kept = where_sql.replace(wanted, "$1") if wanted else where_sql
-    params = [given[4]] if wanted else None
+    kept = where_sql.replace(wanted, f"${_SERIES}") if wanted else where_sql
+    values = {**(_named(params, kept) or {}), **({_SERIES: given[4]} if wanted else {})}
     [(held,)] = cur.sql(
-        f"SELECT coalesce(sum(samples), 0) FROM {relations.BLOCKS}{kept}", params=params
+        f"SELECT coalesce(sum(samples), 0) FROM {relations.BLOCKS}{kept}", params=values or None
     ).fetchall()
     if held > budget:  # known from the statistics, before any block's bytes are read
         raise _OverBudget(f"the blocks hold {held:,} samples")
     found = cur.sql(
-        f"SELECT block_id, data, samples FROM {relations.BLOCKS}{kept}", params=params
+        f"SELECT block_id, data, samples FROM {relations.BLOCKS}{kept}", params=values or None
     ).fetchall()
     bounds = [_micros(v) for v in given[:2]] + list(given[2:4])
     bounds.append(None if given[4] is None else np.asarray(given[4], dtype=np.int32))
@@ -218,6 +225,17 @@ def _plan(cur: duckdb.DuckDBPyConnection, ctes: str, decode: str, budget: int) -
         sum(int(i) for i, _, _ in found),
         where_sql,
     )
+
+
+#: The parameter that carries the series a decode wants into the read of its blocks.
+_SERIES = "wanka_series_wanted"
+_PARAMETER = re.compile(r"\$([A-Za-z_]\w*)")
+
+
+def _named(params: dict[str, Any], sql: str) -> dict[str, Any] | None:
+    """Those of `params` that `sql` names (DuckDB refuses one it does not), None for none."""
+    found = {name: params[name] for name in _PARAMETER.findall(sql) if name in params}
+    return found or None
 
 
 def _micros(value: object) -> int | None:

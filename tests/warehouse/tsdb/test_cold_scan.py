@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -65,9 +65,13 @@ def eng(warehouses: Warehouses) -> Iterator[Engine]:
 
 def _bag(cur: duckdb.DuckDBPyConnection, sql: str) -> Counter[tuple[Any, ...]]:
     """The rows of `sql`, floats by their bits."""
+    return _bits(cur.sql(sql).fetchall())
+
+
+def _bits(rows: Iterable[tuple[Any, ...]]) -> Counter[tuple[Any, ...]]:
+    """The rows, floats by their bits (a NaN equals itself)."""
     return Counter(
-        tuple(struct.pack("<d", v) if isinstance(v, float) else v for v in row)
-        for row in cur.sql(sql).fetchall()
+        tuple(struct.pack("<d", v) if isinstance(v, float) else v for v in row) for row in rows
     )
 
 
@@ -163,8 +167,8 @@ def test_blocks_that_change_as_a_statement_starts_make_it_run_again(
         [(want,)] = cur.sql(sql).fetchall()
         bind, calls = cold_scan.bind, []
 
-        def bind_then_compact(c: duckdb.DuckDBPyConnection, text: str) -> Any:
-            bound = bind(c, text)
+        def bind_then_compact(c: duckdb.DuckDBPyConnection, text: str, params: Any) -> Any:
+            bound = bind(c, text, params)
             calls.append(bound)
             if len(calls) == 1:
                 assert bound is not None
@@ -190,6 +194,28 @@ def test_a_read_to_its_end_drops_its_scans(eng: Engine) -> None:
         assert cur not in cold_scan._HELD
         with pytest.raises(duckdb.CatalogException):
             cur.sql("SELECT * FROM _wanka_cold_0").fetchall()
+    finally:
+        cur.close()
+
+
+def test_named_parameters_bound_a_scan_and_positional_ones_the_function(eng: Engine) -> None:
+    """A read bounded by named parameters (`$from`) is read through a scan, and gives what the
+    view gives with the same values; one with positional parameters is left to the function."""
+    lo, hi = T0 + timedelta(hours=1, minutes=7), T0 + timedelta(hours=5)
+    where = "metric = $m AND ts >= $from AND ts < $to"
+    sql = f"SELECT host, gpu, metric, ts, value FROM gpu_metrics WHERE {where}"
+    params = {"m": METRICS[0], "from": lo, "to": hi}
+    cur = eng.cursor()
+    try:
+        reader = execute(cur, sql, params, prepare=False)
+        assert cold_scan._HELD.get(cur) == ["_wanka_cold_0"]
+        got = _bits(tuple(r.values()) for r in reader.read_all().to_pylist())
+        want = _bits(cur.sql(sql, params=params).fetchall())
+        assert got == want and sum(got.values()) > 0
+        positional = sql.replace("$m", "$1").replace("$from", "$2").replace("$to", "$3")
+        reader = execute(cur, positional, [METRICS[0], lo, hi], prepare=False)
+        assert cur not in cold_scan._HELD
+        assert _bits(tuple(r.values()) for r in reader.read_all().to_pylist()) == want
     finally:
         cur.close()
 
