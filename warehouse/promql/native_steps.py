@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from warehouse.kernel.block_columns import Runs
 from warehouse.promql.plan import Grid
 
 _NO_TIME = np.iinfo(np.int64).min
@@ -53,16 +54,17 @@ def instants(
         reach = np.minimum(first + np.arange(k_lo, k_hi + 1, dtype=np.int64) * step - lo, span - 1)
         hits = np.searchsorted(key, (offsets[:, None] + reach[None, :]).ravel(), side="right")
         hits = hits.reshape(len(lengths), len(reach)) - 1  # in `kept`; before its run: none
+        starts = np.cumsum(runs) - runs  # each series run's first sample, in `v`
         if len(lengths) == 1:  # every series run at the same times: a matrix of them
             rows, cols = np.flatnonzero(ranks >= 0), np.flatnonzero(hits[0] >= 0)
             hit = hits[0, cols]
-            at = (np.cumsum(runs) - runs)[rows, None] + hit[None, :]  # in `v`
+            at = starts[rows, None] + hit[None, :]  # in `v`
             cell = (ranks[rows] * n)[:, None] + (k_lo + cols)[None, :]
             found = np.broadcast_to(kept[hit], cell.shape)
         else:
             rows, cols = np.nonzero((hits >= firsts[:, None])[which] & (ranks >= 0)[:, None])
             hit = hits[which[rows], cols]
-            at = (np.cumsum(runs) - runs)[rows] + hit - firsts[which[rows]]  # in `v`
+            at = starts[rows] + hit - firsts[which[rows]]  # in `v`
             cell = ranks[rows] * n + k_lo + cols
             found = kept[hit]
         newer = found > times[cell]
@@ -92,19 +94,13 @@ def _slide(a: np.ndarray, m: int, n: int, op: Any) -> np.ndarray:
 
 
 def _segments(
-    g: Grid,
-    offset_ms: int,
-    m: int,
-    ranks: np.ndarray,
-    runs: np.ndarray,
-    which: np.ndarray,
-    lengths: np.ndarray,
-    kept: np.ndarray,
+    g: Grid, offset_ms: int, m: int, ranks: np.ndarray, runs: np.ndarray, times: Runs
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A part's samples cut where their cell changes: each segment's start in the part's values,
     its cell ((series x (n + m) + bucket j + m) x 2 + on the step's edge) and whether that cell
     is one of the grid's. The cuts are found once per distinct run of times, then laid on each
     series run that has it."""
+    which, lengths, kept = times
     width = g.last + 1 + m
     step = g.step_ms * 1000
     j = _bucket_of(g, offset_ms, kept) + m
@@ -139,10 +135,10 @@ def over_time(
     numbers = np.zeros(cells if extremes else 0, dtype=np.int64)
     low = np.full(cells if fn == "min_over_time" else 0, np.inf)
     high = np.full(cells if fn == "max_over_time" else 0, -np.inf)
-    for ranks, runs, (which, lengths, kept), v in parts:
+    for ranks, runs, times, v in parts:
         if not len(v):
             continue
-        starts, cell, keep = _segments(g, offset_ms, m, ranks, runs, which, lengths, kept)
+        starts, cell, keep = _segments(g, offset_ms, m, ranks, runs, times)
         at = cell[keep]
         samples[at] += np.diff(np.append(starts, len(v)))[keep]
         if len(total):
