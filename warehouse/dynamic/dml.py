@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -18,11 +18,13 @@ import sqlglot
 from sqlglot import exp
 
 from warehouse.dynamic.plan import state_table
-from warehouse.dynamic.plan.joins import changes_table
+from warehouse.dynamic.plan.joins import changed_rows, changes_table, tables_of
 from warehouse.dynamic.plan.kinds import Aggregate, Append, Full, Groups, Plan, Recompute
+from warehouse.dynamic.plan.reach import reach
 from warehouse.kernel.tables import TRACKED
 from warehouse.promql import sql_function
 from warehouse.tsdb import prune, relations
+from warehouse.tsdb.retention import TIME_TABLES
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,11 @@ class RefreshSql:
     regroup_facts: Regroup | None  # Groups over a join, when only the facts changed
     count_visible: Step
     count_facts: Step  # rows of the first table the query reads
+    # per joined table: the earliest fact time its changed rows reach, and how many reach
+    # back without bound (warehouse.dynamic.plan.reach); and the earliest time of the fact
+    # rows written, updated or deleted in the window
+    reach: dict[str, Step] = field(default_factory=dict)
+    fact_since: Step | None = None
 
 
 def visible_table(name: str) -> exp.Table:
@@ -178,7 +185,52 @@ def _build(name: str, plan: Plan, keys: list[str]) -> RefreshSql:
         regroup_facts=regroup_facts,
         count_visible=_count(target),
         count_facts=_count_rows_of(plan.sources[0]),
+        reach=_reach(plan),
+        fact_since=_fact_since(plan.sources[0]) if plan.sources[0] in TIME_TABLES else None,
     )
+
+
+def _reach(plan: Plan) -> dict[str, Step]:
+    """For a join over a time table: per tracked table joined once, the earliest time of the
+    facts its rows changed in ($lo, $hi] can join (`since`), and how many of them have no such
+    bound (`open`)."""
+    if not isinstance(plan, Groups | Aggregate) or plan.sources[0] not in TIME_TABLES:
+        return {}
+    select = _parse(plan.query)
+    assert isinstance(select, exp.Select)
+    fact, *joined = tables_of(select)
+    names = [t.name.lower() for t in joined]
+    found = {}
+    for table in joined:
+        name = table.name.lower()
+        if name not in TRACKED or names.count(name) > 1:
+            continue
+        column = TIME_TABLES[plan.sources[0]][0]
+        bound = reach(select, fact.alias_or_name, column, table.alias_or_name)
+        if bound is None:
+            continue
+        rows = changed_rows(table, frozenset()).subquery(table.alias_or_name)
+        bounds = exp.select(exp.alias_(bound, "b")).from_(rows).subquery("r")
+        found[name] = step(
+            _parse(
+                "SELECT min(b) AS since, count(*) FILTER (WHERE b IS NULL) AS open "
+                f"FROM {bounds.sql('duckdb')}"
+            )
+        )
+    return found
+
+
+def _fact_since(source: str) -> Step:
+    """The earliest time of the rows `source` (a time table) gained in ($lo, $hi], or logged
+    as updated or deleted then (its change log holds the old and the new rows)."""
+    column, stored = TIME_TABLES[source]
+    if stored == relations.HOT:  # gpu_metrics: the log of its inserts says, not a scan
+        column, stored = "ts_min", relations.BATCHES
+    new = f"SELECT min({column}) FROM {stored} WHERE batch_id > $lo AND batch_id <= $hi"
+    column = TIME_TABLES[source][0]
+    log = changes_table(source).sql("duckdb")
+    logged = f"SELECT min({column}) FROM {log} WHERE seq > $lo AND seq <= $hi"
+    return step(_parse(f"SELECT least(({new}), ({logged})) AS since"))
 
 
 def held_full(cur: duckdb.DuckDBPyConnection, name: str, plan: Plan, key: int) -> tuple[Step, ...]:

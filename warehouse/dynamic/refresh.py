@@ -29,7 +29,7 @@ from typing import Any
 
 import duckdb
 
-from warehouse.dynamic import catalog, dml, history, retention
+from warehouse.dynamic import catalog, dml, history, reached, retention
 from warehouse.dynamic.catalog import DynamicTable
 from warehouse.dynamic.dml import RefreshSql, visible_table
 from warehouse.dynamic.history import Failure, RefreshResult
@@ -96,7 +96,8 @@ def _probe(cur: duckdb.DuckDBPyConnection, dt: DynamicTable, sql: RefreshSql) ->
 def _decide(
     cur: duckdb.DuckDBPyConnection, dt: DynamicTable, sql: RefreshSql, probe: Probe, full: bool
 ) -> tuple[str, str | None]:
-    """('full' | 'regroup' | 'incremental' | 'no_data', the reason for a full refresh)."""
+    """('full' | 'regroup' | 'reach' | 'incremental' | 'no_data', the reason for a full
+    refresh; 'reach': a joined table changed, `_reach`)."""
     plan = dt.plan
     if full:
         return "full", "a full refresh was asked for"
@@ -112,7 +113,7 @@ def _decide(
     dims = probe.changed if isinstance(plan, Aggregate) else probe.touched
     joined = joined_side_is_costly(cur, plan, sql, dims)
     if joined:
-        return "full", joined
+        return "reach", joined
     if probe.change or (isinstance(plan, Groups) and probe.high != dt.watermark):
         return "regroup", None
     if isinstance(plan, Aggregate) and probe.touched - {dt.sources[0]}:
@@ -128,18 +129,37 @@ def _full(
     still holds whole, with the reason to add."""
     held = retention.held_range(cur, dt)
     if held is not None:
-        spec, why = held
-        delete, insert, *state = dml.held_full(cur, dt.name, dt.plan, spec["key"])
-        values = {"from": spec["from"], "hi": high}
-        deleted, inserted = delete.run(cur, values), insert.run(cur, values)
-        for each in state:
-            each.run(cur, values)
-        return inserted, deleted, why
+        inserted, deleted = _buckets_from(cur, dt, held[0], high)
+        return inserted, deleted, held[1]
     deleted = sql.full.delete.run(cur, {})
     inserted = sql.full.insert.run(cur, {})
     for each in sql.state_full:
         each.run(cur, {"hi": high})
     return inserted, deleted, None
+
+
+def _buckets_from(
+    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, spec: dict[str, Any], high: int
+) -> tuple[int, int]:
+    """Recompute every bucket of key `spec['key']` from `spec['from']` on: (inserted, deleted)."""
+    delete, insert, *state = dml.held_full(cur, dt.name, dt.plan, spec["key"])
+    values = {"from": spec["from"], "hi": high}
+    deleted, inserted = delete.run(cur, values), insert.run(cur, values)
+    for each in state:
+        each.run(cur, values)
+    return inserted, deleted
+
+
+def _reach(
+    cur: duckdb.DuckDBPyConnection, dt: DynamicTable, sql: RefreshSql, probe: Probe, why: str
+) -> tuple[str, str | None, int, int]:
+    """A joined table changed: the buckets its rows reach (warehouse.dynamic.reached), else all."""
+    found = reached.buckets_from(cur, dt, sql, probe.touched, probe.high)
+    if found is None:
+        inserted, deleted, held = _full(cur, dt, sql, probe.high)
+        return "full", _joined(why, held), inserted, deleted
+    inserted, deleted = _buckets_from(cur, dt, found[0], probe.high)
+    return "incremental", found[1], inserted, deleted
 
 
 def _joined(reason: str | None, more: str | None) -> str | None:
@@ -211,6 +231,9 @@ def _apply(
         reason = _joined(reason, held)
     elif mode == "regroup":
         mode, reason, inserted, deleted = _regroup(cur, dt, sql, probe)
+    elif mode == "reach":
+        assert reason is not None
+        mode, reason, inserted, deleted = _reach(cur, dt, sql, probe, reason)
     elif mode == "incremental":
         inserted, deleted = _incremental(cur, dt, sql, {"lo": dt.watermark, "hi": probe.high})
     data_ts = data_timestamp or probe.now

@@ -113,16 +113,28 @@ def held_range(
 def _boundary(cur: duckdb.DuckDBPyConnection, key: exp.Expression, held: datetime) -> datetime:
     """The first bucket start of `key` at or after `held`: the bucket of `held`, or the next
     when `held` falls inside it (DuckDB computes both, so buckets align as the query's do)."""
+    return _bucket(cur, key, held, after=True)
+
+
+def bucket_start(cur: duckdb.DuckDBPyConnection, key: exp.Expression, at: datetime) -> datetime:
+    """The start of the bucket of `key` (a time bucket key) that holds `at`."""
+    return _bucket(cur, key, at, after=False)
+
+
+def _bucket(
+    cur: duckdb.DuckDBPyConnection, key: exp.Expression, at: datetime, after: bool
+) -> datetime:
     bucket = key.copy()
     column = next(bucket.find_all(exp.Column))
-    column.replace(exp.cast(exp.Placeholder(this="held"), exp.DataType.build("TIMESTAMPTZ")))
+    column.replace(exp.cast(exp.Placeholder(this="at"), exp.DataType.build("TIMESTAMPTZ")))
     width = bucket_width(key)
     assert width is not None
+    later = f"b + {width[1].sql('duckdb')}" if after else "b"
     sql = (
-        f"SELECT CASE WHEN b < $held THEN b + {width[1].sql('duckdb')} ELSE b END "
+        f"SELECT CASE WHEN b < $at THEN {later} ELSE b END "
         f"FROM (SELECT {bucket.sql('duckdb')} AS b)"
     )
-    found: datetime = cur.execute(sql, {"held": held}).fetchall()[0][0]
+    found: datetime = cur.execute(sql, {"at": at}).fetchall()[0][0]
     return found
 
 

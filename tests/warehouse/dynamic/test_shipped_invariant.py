@@ -16,6 +16,7 @@ from tests.conftest import examples
 from tests.warehouse.dynamic.dimension import place_node
 from tests.warehouse.samples import insert_samples, minute
 from tests.warehouses import Warehouses
+from warehouse.dynamic import regroup
 from warehouse.dynamic.shipped import in_creation_order, install_shipped, shipped_folder
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
@@ -43,6 +44,8 @@ sample = st.tuples(
         st.sampled_from(['{"hpc_job":"j1"}', '{"hpc_job":"j2"}', '{"namespace":"ml","pod":"p"}']),
     ),
 )
+#: samples of GPUs whose exporter names no jobs: the jobs' whole-node rows attribute them
+unlabelled = sample.map(lambda s: (*s[:5], None))
 job = st.tuples(
     st.sampled_from(["j1", "j2", "j3", "j4"]),
     st.sampled_from(["team-a", "team-b", None]),
@@ -51,6 +54,16 @@ job = st.tuples(
     st.one_of(st.none(), st.integers(0, 20_000)),  # elapsed_s
     st.sampled_from(["RUNNING", "COMPLETED"]),
     st.lists(st.sampled_from(HOSTS), min_size=1, max_size=2, unique=True),  # its nodes
+)
+#: a job that started and holds its nodes whole (2 GPUs each): whole-node rows with a start
+whole_job = st.tuples(
+    st.sampled_from(["j1", "j2"]),
+    st.none(),
+    st.integers(0, 60 * 30),
+    st.just(2),
+    st.one_of(st.none(), st.integers(0, 20_000)),
+    st.sampled_from(["RUNNING", "COMPLETED"]),
+    st.lists(st.sampled_from(HOSTS), min_size=1, max_size=1),
 )
 step = st.one_of(
     st.tuples(st.just("samples"), st.lists(sample, min_size=1, max_size=12)),
@@ -135,6 +148,62 @@ def test_every_shipped_table_equals_its_query(eng: Engine, steps: list[tuple[str
             done = execute(cur, f"REFRESH DYNAMIC TABLE {name}").read_all().to_pylist()[0]
             wanted = ("full",) if name in FULL else ("incremental", "no_data")
             assert done["refresh_mode"] in wanted, (name, done)
+            [(query,)] = eng.con.execute(
+                "SELECT definition FROM wanka.dynamic_tables WHERE name = ?", [name]
+            ).fetchall()
+            assert rows(eng, f'SELECT * FROM main."{name}"') == rows(eng, query), (name, action)
+    cur.close()
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=examples(0.2),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    first=st.lists(unlabelled, min_size=4, max_size=12),
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("samples"), st.lists(unlabelled, min_size=1, max_size=12)),
+            st.tuples(st.just("job"), whole_job),
+            st.tuples(st.just("job_delete"), st.sampled_from(["j1", "j2"])),
+            st.tuples(st.just("samples_update"), st.floats(0, 700)),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_every_shipped_table_equals_its_query_when_dimension_changes_recompute_buckets(
+    eng: Engine,
+    monkeypatch: pytest.MonkeyPatch,
+    first: list[tuple[object, ...]],
+    steps: list[tuple[str, object]],
+) -> None:
+    """As above, with every join's dimension change taken as costly (as over a large fact
+    table: regroup.FULL_MIN_ROWS), so a change of gpu_attribution recomputes the day buckets
+    its rows reach (warehouse.dynamic.reached), or the whole table where they reach back
+    without bound: jobs come and go on known nodes over samples already stored."""
+    monkeypatch.setattr(regroup, "FULL_MIN_ROWS", 1)
+    for table in ("gpu_metrics", "jobs", "nodes", "gpu_attribution"):
+        execute(eng.con, f"DELETE FROM {table}").read_all()
+    eng.con.execute("DELETE FROM wanka.job_label_stretches")
+    for host in HOSTS:  # known nodes: a job on them holds whole-node GPU intervals
+        place_node(eng.con, host, "c1")
+    for host in HOSTS:  # every GPU seen before (its 'labels' row): none is first seen later
+        eng.con.execute(
+            "INSERT INTO gpu_attribution (host, gpu, source) VALUES (?, 0, 'labels'), "
+            "(?, 1, 'labels')",
+            [host, host],
+        )
+    apply(eng, "samples", first)
+    cur = eng.cursor()
+    for name in SHIPPED:
+        execute(cur, f"REFRESH DYNAMIC TABLE {name}").read_all()
+    for action, arg in steps:
+        apply(eng, action, arg)
+        for name in SHIPPED:
+            execute(cur, f"REFRESH DYNAMIC TABLE {name}").read_all()
             [(query,)] = eng.con.execute(
                 "SELECT definition FROM wanka.dynamic_tables WHERE name = ?", [name]
             ).fetchall()
