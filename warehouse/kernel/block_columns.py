@@ -173,10 +173,16 @@ class Runs(NamedTuple):
             self.which, np.arange(len(self.which))
         ):
             return self.kept
-        ends = np.cumsum(self.lengths, dtype=np.int64).tolist()
-        sizes = self.lengths.tolist()
-        pieces = [self.kept[end - size : end] for end, size in zip(ends, sizes, strict=True)]
-        return np.concatenate([pieces[w] for w in self.which.tolist()]) if pieces else self.kept
+        if not len(self.which):
+            return self.kept[:0]
+        # one gather: each output row's place in `kept` is its position in its series run
+        # plus where that run's distinct run starts, in numpy, not run by run
+        starts = np.cumsum(self.lengths, dtype=np.int64) - self.lengths
+        sizes = self.lengths[self.which]
+        shift = starts[self.which] - (np.cumsum(sizes, dtype=np.int64) - sizes)
+        at = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(shift, sizes)
+        found: np.ndarray = self.kept[at]
+        return found
 
 
 def unpack_int(code: bytes, data: memoryview, runs: np.ndarray) -> np.ndarray:

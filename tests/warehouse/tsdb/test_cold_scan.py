@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,7 +23,7 @@ from tests.warehouses import Warehouses
 from warehouse.kernel import ahead, blocks
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
-from warehouse.tsdb import cold_scan, compact, relations
+from warehouse.tsdb import cold_scan, compact, relations, tier_blocks, tiers
 from warehouse.tsdb.append import append
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -254,7 +255,10 @@ def test_blocks_are_decoded_ahead_in_order_and_no_further_than_asked() -> None:
         )
         for k in range(20)
     ]
-    planned = cold_scan._Planned([None] * 5, [blocks.encode(s) for s in samples], 60, 20, 0, "")
+    kind = cold_scan._KINDS[blocks.FUNCTION]
+    planned = cold_scan._Planned(
+        kind, [None] * 5, [blocks.encode(s) for s in samples], 60, 20, 0, ""
+    )
     scan = cold_scan._Scan(planned)
     decoded: list[int] = []
     batch = scan._batch
@@ -273,3 +277,52 @@ def test_blocks_are_decoded_ahead_in_order_and_no_further_than_asked() -> None:
     first.close()
     ahead._WORKERS.submit(lambda: None).result()  # what was started has finished
     assert 1 <= len(decoded) <= 1 + cold_scan.AHEAD
+
+
+@pytest.fixture(scope="module")
+def tiered(warehouses: Warehouses) -> Iterator[Engine]:
+    """Samples every 30 s (a minute of the 1-minute tier holds two) folded into the tiers, then
+    compacted: the tiers' rows of the first six hours in blocks."""
+    with warehouses.engine() as engine:
+        cur = engine.cursor()
+        minutes = _rows(range(0, HOURS), every_min=1)
+        append(cur, minutes)
+        later = pc.add(minutes["ts"], pa.scalar(timedelta(seconds=30), pa.duration("us")))
+        append(cur, minutes.set_column(minutes.schema.get_field_index("ts"), "ts", later))
+        tiers.fold(cur)
+        compact.compact(cur, now=T0 + timedelta(hours=6, minutes=30))
+        held = cur.sql("SELECT count(DISTINCT tier) FROM wanka.tier_blocks").fetchall()[0][0]
+        assert held == len(tiers.TIERS)
+        cur.close()
+        yield engine
+
+
+@settings(
+    max_examples=examples(0.5),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    ts=st.tuples(when, when),
+    tier=st.sampled_from(sorted(tiers.TIERS)),
+    metric=st.one_of(st.none(), st.sampled_from(METRICS)),
+    columns=st.sampled_from(["*", "series_id, value_sum", "bucket, samples", "last_ts, value_max"]),
+)
+def test_a_scan_reads_a_tiers_blocks_as_the_function_does(
+    tiered: Engine,
+    ts: tuple[str | None, str | None],
+    tier: str,
+    metric: str | None,
+    columns: str,
+) -> None:
+    """The tiers' blocks too (`wanka_tier_block`): the hot rows and the blocks' together."""
+    rows = tier_blocks.rows(tier, *ts, None if metric is None else f"'{metric}'")
+    sql = f"SELECT {columns} FROM {rows}"
+    cur = tiered.cursor()
+    try:
+        bound = cold_scan.bind(cur, sql)
+        assert bound is not None and "wanka_tier_block" not in bound.sql.lower()
+        got = _bag(cur, bound.sql)
+        assert got == _bag(cur, sql)
+    finally:
+        cur.close()
