@@ -18,7 +18,6 @@ import numpy as np
 import pyarrow as pa
 
 from warehouse.kernel import blocks
-from warehouse.tsdb.relations import SERIES
 
 TABLE = "wanka.tier_blocks"
 #: A tier row's columns after its series id, as a block holds them (times as µs).
@@ -49,14 +48,35 @@ def freeze(
     metric: str,
     window: timedelta,
     size: int,
+    ids: pa.Table,
 ) -> tuple[int, int]:
     """Move `table`'s rows of one window and metric into blocks, in the caller's transaction;
-    the rows moved and their bytes."""
+    the rows moved and their bytes. `ids`: the metric's series in `table` (read once a pass,
+    warehouse.tsdb.compact.series_by_metric: not a scan of the series dictionary here)."""
     where = (
-        f"FROM {table} t JOIN {SERIES} r ON r.series_id = t.series_id WHERE r.metric = $metric "
+        f"FROM {table} t WHERE t.series_id IN (SELECT series_id FROM {_IDS}) "
         "AND t.bucket >= $start AND t.bucket < $start + $window::INTERVAL"
     )
-    given = {"metric": metric, "start": start, "window": window}
+    given = {"start": start, "window": window}
+    cur.register(_IDS, ids)
+    try:
+        return _freeze(cur, table, start, metric, size, where, given)
+    finally:
+        cur.unregister(_IDS)
+
+
+_IDS = "_wanka_tier_ids"
+
+
+def _freeze(
+    cur: duckdb.DuckDBPyConnection,
+    table: str,
+    start: datetime,
+    metric: str,
+    size: int,
+    where: str,
+    given: dict[str, object],
+) -> tuple[int, int]:
     picked = ", ".join(f"epoch_us(t.{c}) AS {c}" if c in _TIMES else f"t.{c}" for c in _COLUMNS)
     rows = cur.sql(
         f"SELECT t.series_id, {picked} {where} ORDER BY t.series_id, t.bucket", params=given
@@ -94,15 +114,11 @@ def freeze(
             f"INSERT INTO {TABLE} SELECT $tier, $metric, $start, b.series_lo, b.series_hi, "
             "s.bucket_min, s.bucket_max, b.rows, b.data FROM _wanka_tier_blocks b, "
             f"(SELECT min(t.bucket) AS bucket_min, max(t.bucket) AS bucket_max {where}) s",
-            {**given, "tier": table},
+            {**given, "tier": table, "metric": metric},
         )
     finally:
         cur.unregister("_wanka_tier_blocks")
-    [(moved,)] = cur.execute(
-        f"DELETE FROM {table} AS d USING {SERIES} r WHERE r.series_id = d.series_id "
-        "AND r.metric = $metric AND d.bucket >= $start AND d.bucket < $start + $window::INTERVAL",
-        given,
-    ).fetchall()
+    [(moved,)] = cur.execute(f"DELETE {where}", given).fetchall()
     if moved != rows.num_rows:  # one snapshot: cannot happen; never lose a row
         raise RuntimeError(f"compaction of {table} {metric} at {start}: {moved} != {rows.num_rows}")
     return rows.num_rows, sum(len(m[3]) for m in made)
