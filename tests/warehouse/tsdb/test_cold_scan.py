@@ -80,13 +80,15 @@ when = st.one_of(st.none(), st.integers(-30, (HOURS + 1) * 60)).map(
     lambda m: None if m is None else f"TIMESTAMPTZ '{T0 + timedelta(minutes=m)}'"
 )
 batch = st.one_of(st.none(), st.integers(0, 3).map(str))
-
-
-@settings(
+#: The property tests' settings: each example reads the module's warehouse.
+PROPERTY = settings(
     max_examples=examples(0.5),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
+
+
+@PROPERTY
 @given(
     ts=st.tuples(when, when),
     batches=st.tuples(batch, batch),
@@ -297,11 +299,7 @@ def tiered(warehouses: Warehouses) -> Iterator[Engine]:
         yield engine
 
 
-@settings(
-    max_examples=examples(0.5),
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@PROPERTY
 @given(
     ts=st.tuples(when, when),
     tier=st.sampled_from(sorted(tiers.TIERS)),
