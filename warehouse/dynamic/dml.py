@@ -224,10 +224,10 @@ def _fact_since(source: str) -> Step:
     """The earliest time of the rows `source` (a time table) gained in ($lo, $hi], or logged
     as updated or deleted then (its change log holds the old and the new rows)."""
     column, stored = TIME_TABLES[source]
+    first = column
     if stored == relations.HOT:  # gpu_metrics: the log of its inserts says, not a scan
-        column, stored = "ts_min", relations.BATCHES
-    new = f"SELECT min({column}) FROM {stored} WHERE batch_id > $lo AND batch_id <= $hi"
-    column = TIME_TABLES[source][0]
+        first, stored = "ts_min", relations.BATCHES
+    new = f"SELECT min({first}) FROM {stored} WHERE batch_id > $lo AND batch_id <= $hi"
     log = changes_table(source).sql("duckdb")
     logged = f"SELECT min({column}) FROM {log} WHERE seq > $lo AND seq <= $hi"
     return step(_parse(f"SELECT least(({new}), ({logged})) AS since"))

@@ -37,9 +37,7 @@ one block of its metric and window (~10 ms), not all of them.
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -147,14 +145,14 @@ def compact(
         with turn():
             if of is None:
                 of_window = _bucket(start, window)
-                chosen = ids[of].get(metric)
-                moved.append(one(cur, start, metric, span, block_samples, of_window, chosen))
+                chosen = ids[of].get(metric, _NONE)
+                moved.append(one(cur, start, metric, chosen, span, block_samples, of_window))
             elif of is MERGE:
                 samples, count, size = merge.one(cur, start, metric, block_samples, ready)
                 moved.append(Compacted(start, metric, samples, count, size, merged=True))
             else:
-                chosen = ids[of].get(metric)
-                moved.append(one_tier(cur, of, start, metric, window, block_samples, chosen))
+                chosen = ids[of].get(metric, _NONE)
+                moved.append(one_tier(cur, of, start, metric, chosen, window, block_samples))
     return moved
 
 
@@ -198,14 +196,12 @@ def one_tier(
     table: str,
     start: datetime,
     metric: str,
+    ids: pa.Table,
     window: timedelta = WINDOW,
     block_rows: int = BLOCK_SAMPLES,
-    ids: pa.Table | None = None,
 ) -> Compacted:
     """Move one window's rows of one metric of tier `table` into blocks, in one transaction
     (`ids`: the metric's series in the tier, `series_by_metric`'s)."""
-    if ids is None:
-        ids = series_by_metric(cur, table).get(metric, _NONE)
     with transaction(cur):
         rows, size = tier_blocks.freeze(cur, table, start, metric, window, block_rows, ids)
     return Compacted(start, metric, rows, -(-rows // block_rows), size, tier=table)
@@ -215,22 +211,20 @@ def one(
     cur: duckdb.DuckDBPyConnection,
     start: datetime,
     metric: str,
+    ids: pa.Table,
     window: timedelta = WINDOW,
     block_samples: int = BLOCK_SAMPLES,
     window_start: datetime | None = None,
-    ids: pa.Table | None = None,
 ) -> Compacted:
     """Move one window's hot samples of one metric into blocks, in one transaction: those of
     [start, start + window), into blocks of the window starting at `window_start` (`start`);
     `ids`: the metric's series among the hot samples (`series_by_metric`'s)."""
-    if ids is None:
-        ids = series_by_metric(cur, HOT).get(metric, _NONE)
     where = (
         f"FROM {HOT} s WHERE s.series_id IN (SELECT series_id FROM {_IDS}) "
         "AND s.ts >= $start AND s.ts < $start + $window::INTERVAL"
     )
     given = {"start": start, "window": window}
-    with transaction(cur), _registered(cur, ids):
+    with transaction(cur), tier_blocks.registered(cur, _IDS, ids):
         rows = cur.sql(
             f"SELECT s.series_id, epoch_us(s.ts) AS ts, s.value, s.batch_id {where} "
             "ORDER BY s.series_id, s.ts, s.batch_id",
@@ -250,13 +244,3 @@ def one(
 
 _IDS = "_wanka_compact_ids"
 _NONE = pa.table({"series_id": pa.array([], pa.int32())})
-
-
-@contextlib.contextmanager
-def _registered(cur: duckdb.DuckDBPyConnection, ids: pa.Table) -> Iterator[None]:
-    """`ids` as the relation `_IDS` on `cur` while the block runs."""
-    cur.register(_IDS, ids)
-    try:
-        yield
-    finally:
-        cur.unregister(_IDS)

@@ -10,7 +10,9 @@ change back into the tier table first, so a bucket is always one row, in the tab
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import duckdb
@@ -58,14 +60,21 @@ def freeze(
         "AND t.bucket >= $start AND t.bucket < $start + $window::INTERVAL"
     )
     given = {"start": start, "window": window}
-    cur.register(_IDS, ids)
-    try:
+    with registered(cur, _IDS, ids):
         return _freeze(cur, table, start, metric, size, where, given)
-    finally:
-        cur.unregister(_IDS)
 
 
 _IDS = "_wanka_tier_ids"
+
+
+@contextlib.contextmanager
+def registered(cur: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> Iterator[None]:
+    """`table` as the relation `name` on `cur` while the block runs."""
+    cur.register(name, table)
+    try:
+        yield
+    finally:
+        cur.unregister(name)
 
 
 def _freeze(
@@ -108,16 +117,13 @@ def _freeze(
             "data": pa.array([m[3] for m in made], type=pa.binary()),
         }
     )
-    cur.register("_wanka_tier_blocks", bounds)
-    try:
+    with registered(cur, "_wanka_tier_blocks", bounds):
         cur.execute(
             f"INSERT INTO {TABLE} SELECT $tier, $metric, $start, b.series_lo, b.series_hi, "
             "s.bucket_min, s.bucket_max, b.rows, b.data FROM _wanka_tier_blocks b, "
             f"(SELECT min(t.bucket) AS bucket_min, max(t.bucket) AS bucket_max {where}) s",
             {**given, "tier": table, "metric": metric},
         )
-    finally:
-        cur.unregister("_wanka_tier_blocks")
     [(moved,)] = cur.execute(f"DELETE {where}", given).fetchall()
     if moved != rows.num_rows:  # one snapshot: cannot happen; never lose a row
         raise RuntimeError(f"compaction of {table} {metric} at {start}: {moved} != {rows.num_rows}")
