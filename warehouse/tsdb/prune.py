@@ -25,7 +25,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from warehouse.tsdb import relations, tier_blocks
+from warehouse.tsdb import buckets, relations, tier_blocks
 from warehouse.tsdb.tiers import MINUTES, TIERS, single_samples
 
 _COLUMNS = ", ".join(
@@ -70,6 +70,8 @@ def rewrite_sql(sql: str) -> str:
         tree = sqlglot.parse_one(sql, dialect="duckdb")
     except SqlglotError:
         return sql
+    if any(isinstance(n.args.get("unit"), exp.Var) for n in tree.find_all(exp.DateBin)):
+        return sql  # time_bucket(w, ts, 'Europe/Paris'): sqlglot writes the zone unquoted
     done = rewrite(tree)
     return done.sql(dialect="duckdb") if done is not None else sql
 
@@ -84,7 +86,9 @@ def rewrite(tree: exp.Expr) -> exp.Expr | None:
         if select is None or not _reads_directly(select, table):
             continue
         view = table.name.lower()
-        bounds = _bounds(select, table, VIEWS[view][0])
+        column_of = _column_of(select, table, VIEWS[view][0])
+        changed = buckets.rewrite(select, column_of) or changed
+        bounds = _bounds(select, column_of)
         if not bounds:
             continue
         table.replace(_relation(view, bounds, table.alias_or_name))
@@ -115,15 +119,12 @@ def _sources(select: exp.Select) -> list[exp.Expr]:
     return found
 
 
-def _bounds(select: exp.Select, table: exp.Table, time: str) -> Bounds:
-    bounds = Bounds()
-    where = select.args.get("where")
-    if where is None:
-        return bounds
+def _column_of(select: exp.Select, table: exp.Table, time: str) -> Callable[[exp.Expr], str | None]:
+    """Which of the view's columns a node of `select` is, if any (its time column as "ts")."""
     alone = len(_sources(select)) == 1
     name = table.alias_or_name.lower()
 
-    def ours(node: exp.Expr) -> str | None:  # the view's column `node` is, if any
+    def ours(node: exp.Expr) -> str | None:
         if not isinstance(node, exp.Column):
             return None
         if node.table.lower() == name or (not node.table and alone):
@@ -131,8 +132,15 @@ def _bounds(select: exp.Select, table: exp.Table, time: str) -> Bounds:
             return "ts" if column == time else column if column != "ts" else None
         return None
 
-    for term in _conjuncts(where.this):
-        _note(term, ours, bounds)
+    return ours
+
+
+def _bounds(select: exp.Select, column_of: Callable[[exp.Expr], str | None]) -> Bounds:
+    bounds = Bounds()
+    where = select.args.get("where")
+    if where is not None:
+        for term in _conjuncts(where.this):
+            _note(term, column_of, bounds)
     return bounds
 
 
