@@ -21,12 +21,13 @@ time zones.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from functools import lru_cache
 
 import duckdb
 from sqlglot import exp
+
+from warehouse.kernel import scratch
 
 #: time_bucket's origin for widths of days or time: 2000-01-03 00:00 UTC, in µs.
 ORIGIN_US = 946_857_600_000_000
@@ -34,26 +35,15 @@ ORIGIN_US = 946_857_600_000_000
 #: time_bucket's third argument (an origin, offset or time zone), as sqlglot holds it.
 _MORE = ("unit", "zone", "origin")
 
-_local = threading.local()
-
 
 def rewrite(select: exp.Select, column_of: Callable[[exp.Expr], str | None]) -> bool:
     """Rewrite, in place, the time_bucket calls of `select` (not of its subqueries) whose
     timestamp is the view's time column (for which `column_of` gives "ts"); whether any was.
-    A projection so changed that had no alias is given the name DuckDB gives the call as
-    sqlglot writes it (as a bounded read's text always was), so the column keeps its name."""
+    (`warehouse.tsdb.names` keeps the result's column names.)"""
     found = [(c, w) for c in _calls(select) if (w := _width_of(c, column_of)) is not None]
-    unnamed = {
-        i: _name(p)
-        for i, p in enumerate(select.expressions)
-        if not isinstance(p, exp.Alias) and any(n is c for c, _ in found for n in p.walk())
-    }
     for call, width in found:
         column = call.expression.sql(dialect="duckdb")
         call.replace(exp.maybe_parse(expression(column, width), dialect="duckdb"))
-    for i, name in unnamed.items():
-        projection = select.expressions[i]
-        projection.replace(exp.alias_(projection.copy(), name, quoted=True))
     return bool(found)
 
 
@@ -86,7 +76,7 @@ def width_us(node: exp.Expr | None) -> int | None:
 def _width(sql: str) -> int | None:
     try:
         row = (
-            _connection()
+            scratch.cursor()
             .execute(
                 "SELECT typeof(i), datepart('year', i) * 12 + datepart('month', i), "
                 f"datepart('day', i), epoch_us(i) FROM (SELECT {sql} AS i)"
@@ -104,32 +94,8 @@ def _width(sql: str) -> int | None:
     return int(total)
 
 
-def _connection() -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB of this thread, to evaluate constants (no file, no access out)."""
-    found: duckdb.DuckDBPyConnection | None = getattr(_local, "connection", None)
-    if found is None:
-        found = duckdb.connect(config={"enable_external_access": False})
-        _local.connection = found
-    return found
-
-
 def _calls(select: exp.Select) -> list[exp.DateBin]:
     """time_bucket calls (sqlglot's DateBin) within `select`'s own clauses, not within a
     nested SELECT."""
     inner = lambda n: n is not select and isinstance(n, exp.Select)  # noqa: E731
     return [n for n in select.walk(prune=inner) if isinstance(n, exp.DateBin)]
-
-
-@lru_cache(maxsize=256)
-def _name_of(sql: str) -> str:
-    row = (
-        _connection()
-        .execute("SELECT json_deserialize_sql(json_serialize_sql('SELECT ' || $1))", [sql])
-        .fetchone()
-    )
-    text = str(row[0]) if row else sql
-    return text.removeprefix("SELECT ")
-
-
-def _name(projection: exp.Expr) -> str:
-    return _name_of(projection.sql(dialect="duckdb"))

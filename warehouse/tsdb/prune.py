@@ -25,7 +25,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from warehouse.tsdb import buckets, relations, tier_blocks
+from warehouse.tsdb import buckets, names, relations, tier_blocks
 from warehouse.tsdb.tiers import MINUTES, TIERS, single_samples
 
 _COLUMNS = ", ".join(
@@ -73,7 +73,10 @@ def rewrite_sql(sql: str) -> str:
     if any(isinstance(n.args.get("unit"), exp.Var) for n in tree.find_all(exp.DateBin)):
         return sql  # time_bucket(w, ts, 'Europe/Paris'): sqlglot writes the zone unquoted
     done = rewrite(tree)
-    return done.sql(dialect="duckdb") if done is not None else sql
+    if done is None:
+        return sql
+    names.keep(sql, done)
+    return done.sql(dialect="duckdb")
 
 
 def rewrite(tree: exp.Expr) -> exp.Expr | None:
