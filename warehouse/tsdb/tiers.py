@@ -123,17 +123,17 @@ def fold(cur: duckdb.DuckDBPyConnection) -> int:
 
 def _fold(cur: duckdb.DuckDBPyConnection) -> int:
     """Merge the new batches, rebuild the dirty buckets; the batches folded."""
-    _merge_twins(cur)
-    [(low, high, dirty)] = cur.execute(
-        "SELECT (SELECT watermark FROM wanka.tier_state), "
-        f"(SELECT max(batch_id) FROM {BATCHES}), "
-        "EXISTS (SELECT 1 FROM wanka.tier_dirty)"
+    [(low, high)] = cur.execute(
+        f"SELECT (SELECT watermark FROM wanka.tier_state), (SELECT max(batch_id) FROM {BATCHES})"
     ).fetchall()
+    window = {"lo": low, "hi": high}
+    if high is not None and high > low:
+        _merge_twins(cur, window)
+    [(dirty,)] = cur.execute("SELECT EXISTS (SELECT 1 FROM wanka.tier_dirty)").fetchall()
     if high is None or high <= low:
         if dirty:
             _recompute(cur)
         return 0
-    window = {"lo": low, "hi": high}
     new = f"(SELECT {{}}(ts_{{}}) FROM {BATCHES} WHERE batch_id > $lo AND batch_id <= $hi)"
     for table, width in TIERS.items():  # compacted buckets the new batches fall in: back first
         lo = f"time_bucket(INTERVAL '{width}', {new.format('min', 'min')})"
@@ -216,18 +216,26 @@ def _fold_minutes(
         cur.execute(f"DROP TABLE IF EXISTS {touched}")
 
 
-def _merge_twins(cur: duckdb.DuckDBPyConnection) -> None:
+def _merge_twins(cur: duckdb.DuckDBPyConnection, window: dict[str, int]) -> None:
     """Two transactions that first wrote one label set at once each added a series for it
     (neither saw the other's). Move the later twins' samples to the first, rebuild the tier
-    buckets they were in, and drop the twins."""
-    labels = ", ".join(LABEL_COLUMNS)
-    same = " AND ".join(f"s.{c} IS NOT DISTINCT FROM f.{c}" for c in LABEL_COLUMNS)
+    buckets they were in, and drop the twins.
+
+    A twin has samples in the batch that added it, so the label sets looked at are those of
+    the series of the batches this fold takes (`window`), each matched against the whole
+    dictionary: two passes over it, where grouping all of it by its labels cost a sort of
+    every series (18.75M after a month of 10,000 GPUs' jobs) on every fold."""
+    same = " AND ".join(f"s.{c} IS NOT DISTINCT FROM n.{c}" for c in LABEL_COLUMNS)
+    new = samples(batches=("$lo + 1", "$hi"))
     twins = (
-        f"SELECT s.series_id AS twin, f.first FROM {SERIES} s JOIN (SELECT min(series_id) "
-        f"AS first, {labels} FROM {SERIES} GROUP BY ALL HAVING count(*) > 1) f "
-        f"ON {same} WHERE s.series_id <> f.first"
+        f"WITH n AS MATERIALIZED (SELECT r.* FROM {SERIES} r WHERE r.series_id IN "
+        f"(SELECT DISTINCT series_id FROM {new})), "
+        f"m AS (SELECT n.series_id AS seen, s.series_id FROM n JOIN {SERIES} s ON {same}), "
+        "f AS (SELECT seen, min(series_id) AS first FROM m GROUP BY seen HAVING count(*) > 1) "
+        "SELECT DISTINCT m.series_id AS twin, f.first FROM m JOIN f USING (seen) "
+        "WHERE m.series_id <> f.first"
     )
-    found = cur.execute(twins).fetchall()
+    found = cur.execute(twins, window).fetchall()
     # a twin whose samples are in compressed blocks already keeps its series (rare: they are
     # merged on the pass after they appear, and compacted hours later)
     found = [(twin, first) for twin, first in found if not _in_blocks(cur, twin)]

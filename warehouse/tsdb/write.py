@@ -142,13 +142,14 @@ def _insert_coded(
     cur.register(sets_view, sets)
     cur.register(rows_view, rows)
     try:
-        labels = ", ".join(LABEL_COLUMNS)
         series = f"(SELECT {_CODE}, {_cast(names, LABEL_COLUMNS)} FROM {sets_view})"
         samples = f"(SELECT {_CODE}, {_cast(names, SAMPLE_COLUMNS)} FROM {rows_view})"
+        # the first series of each set (see insert_from), grouped after the join: grouping
+        # the whole dictionary first cost a pass over every series it holds (18.75M after a
+        # month of 10,000 GPUs' jobs), where the join reads each once
         ids = (
-            f"SELECT x.{_CODE}, r.series_id FROM {series} AS x "
-            f"JOIN (SELECT min(series_id) AS series_id, {labels} FROM {SERIES} GROUP BY ALL) r "
-            f"ON {SAME_SERIES}"
+            f"SELECT x.{_CODE}, min(r.series_id) AS series_id FROM {series} AS x "
+            f"JOIN {SERIES} r ON {SAME_SERIES} GROUP BY x.{_CODE}"
         )
         select = (
             f"SELECT i.series_id, x.ts, x.value, {batch} FROM {samples} AS x "
