@@ -137,3 +137,28 @@ def test_writers_only_append_and_a_fold_catches_up_with_several_at_once(eng: Eng
     twins = "SELECT count(*) FROM wanka.gpu_series WHERE metric = 'X'"
     assert eng.con.sql(twins).fetchall() == [(1,)]
     assert tiers.fold(eng.con) == 0
+
+
+def test_a_twin_is_merged_into_a_series_a_fold_took_before(eng: Engine) -> None:
+    """The twin's label set was first written by a batch an earlier fold took: the fold that
+    takes the twin's batch still finds the first series (it matches the batch's label sets
+    against the whole dictionary)."""
+    execute(eng.cursor(), "TRUNCATE gpu_metrics").read_all()
+    tiers.fold(eng.con)
+    first, second = eng.cursor(), eng.cursor()
+    insert = (
+        "INSERT INTO gpu_metrics (ts, host, metric, value) "
+        "VALUES (TIMESTAMPTZ '2026-11-01' + to_seconds(?), 'b', 'Y', ?)"
+    )
+    first.execute("BEGIN TRANSACTION")
+    second.execute("BEGIN TRANSACTION")
+    execute(first, insert, [10, 1]).read_all()
+    execute(second, insert, [20, 2]).read_all()
+    first.execute("COMMIT")
+    assert tiers.fold(eng.con) == 1
+    second.execute("COMMIT")
+    assert tiers.fold(eng.con) == 1
+    series = "SELECT count(*) FROM wanka.gpu_series WHERE metric = 'Y'"
+    assert eng.con.sql(series).fetchall() == [(1,)]
+    got = "SELECT samples, value_sum, value_min, value_max FROM gpu_metrics_1m"
+    assert eng.con.sql(got).fetchall() == [(2, 3.0, 1.0, 2.0)]
