@@ -289,9 +289,14 @@ def main() -> None:
     parser.add_argument("--keep-days", type=int, default=7)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--folder", help="where the warehouse file goes (default: a temp folder)")
+    parser.add_argument(
+        "--keep", type=Path, help="build the warehouse in this new file, and keep it"
+    )
     args = parser.parse_args()
+    if args.keep is not None and args.keep.exists():
+        parser.error(f"--keep {args.keep}: the file exists")
     with tempfile.TemporaryDirectory(dir=args.folder) as folder:
-        path = Path(folder) / "history.duckdb"
+        path = args.keep or Path(folder) / "history.duckdb"
         with Engine(str(path)) as engine:
             engine.con.execute(f"SET threads = {args.threads}")
             began = time.perf_counter()
