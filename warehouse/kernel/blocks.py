@@ -328,6 +328,24 @@ def decode_samples(data: bytes) -> tuple[np.ndarray, np.ndarray, Runs, np.ndarra
     series run: the series of one scrape share theirs) and values, without its batch ids: what
     an evaluator over arrays reads. A ValueError when a value is NULL (such a block is read
     through SQL)."""
+    kinds, sections = _samples_sections(data, 4)  # ids, runs, ts, value
+    runs = unpack(sections[1], np.uint32)
+    code, has_nulls, k = kinds[1]
+    if has_nulls:
+        raise ValueError("the block has NULL values")
+    values = unpack_float(code, sections[3], k, runs)
+    ts = unpack_runs(kinds[0][0], sections[2], runs)
+    return unpack(sections[0], np.int32), runs, ts, values
+
+
+def run_series(data: bytes) -> np.ndarray:
+    """The series id of each run of a samples block: its first section alone decoded (what a
+    reader that sizes its arrays by the series present needs, before it decodes them)."""
+    return unpack(_samples_sections(data, 1)[1][0], np.int32)
+
+
+def _samples_sections(data: bytes, count: int) -> tuple[list[Any], list[memoryview]]:
+    """A samples block's column kinds and its first `count` sections."""
     view = memoryview(data)
     magic, _count, _runs, width = _HEAD.unpack_from(view)
     if magic != MAGIC or width != len(SAMPLES.columns):
@@ -336,14 +354,8 @@ def decode_samples(data: bytes) -> tuple[np.ndarray, np.ndarray, Runs, np.ndarra
     kinds = [_COLUMN.unpack_from(view, at + i * _COLUMN.size) for i in range(width)]
     at += width * _COLUMN.size
     sections = []
-    for _ in range(4):  # ids, runs, ts, value
+    for _ in range(count):
         (size,) = LEN.unpack_from(view, at)
         sections.append(view[at + LEN.size : at + LEN.size + size])
         at += LEN.size + size
-    runs = unpack(sections[1], np.uint32)
-    code, has_nulls, k = kinds[1]
-    if has_nulls:
-        raise ValueError("the block has NULL values")
-    values = unpack_float(code, sections[3], k, runs)
-    ts = unpack_runs(kinds[0][0], sections[2], runs)
-    return unpack(sections[0], np.int32), runs, ts, values
+    return kinds, sections

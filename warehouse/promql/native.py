@@ -182,10 +182,10 @@ def _window_params(native: Native) -> dict[str, Any]:
     return {"lo_us": lo * 1000, "hi_us": hi * 1000}
 
 
-def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray, list[int]]:
-    """The selected series' ids (sorted), their groups' labels JSON and group index, and
-    the blocks of the metric the window's statistics keep (refused, before any is read, when
-    they hold more than `cold_scan.BUDGET` samples)."""
+def _series(native: Native, run: Run) -> tuple[pa.Table, list[int]]:
+    """The selected series (`sid`, sorted, and `g`, the labels of their group), and the
+    blocks of the metric the window's statistics keep (refused, before any is read, when they
+    hold more than `cold_scan.BUDGET` samples)."""
     shape = native.shape
     groups = [list(group) for group in shape.groups]
     metric, window = text(shape.metric), f"ts BETWEEN {_LO} AND {_HI}"
@@ -213,6 +213,12 @@ def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray
     prom, marks, held, kept = (table[c][0].as_py() for c in ("prom", "marks", "held", "kept"))
     if prom or marks or held > cold_scan.BUDGET:
         raise Fallback
+    return table.select(["sid", "g"]), kept or []
+
+
+def _groups(native: Native, table: pa.Table) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """The series' ids, their groups' labels JSON, and each one's group index."""
+    shape = native.shape
     sids = table["sid"].to_numpy().astype(np.int64)
     found = table["g"].to_pylist()
     if shape.labels is not None and not shape.without:
@@ -223,7 +229,7 @@ def _series(native: Native, run: Run) -> tuple[np.ndarray, list[str], np.ndarray
         }
         found = [texts[vs] for vs in found]
     keys, index = np.unique(np.asarray(found, dtype=object), return_inverse=True)
-    return sids, [str(k) for k in keys], index.astype(np.int64), kept or []
+    return sids, [str(k) for k in keys], index.astype(np.int64)
 
 
 def _blocks(native: Native) -> str:
@@ -241,28 +247,63 @@ def _json(labels: dict[str, str]) -> str:
     return json.dumps(labels, sort_keys=True, separators=(",", ":"))
 
 
-def _parts(
+def _fetched(
+    native: Native, run: Run, ids: list[int], check: Callable[[], None]
+) -> Iterator[bytes]:
+    """The compressed bytes of the blocks `ids`, in order, `BLOCKS_AT_ONCE` at a time."""
+    chosen = (
+        f"SELECT data FROM {BLOCKS} WHERE metric = {text(native.shape.metric)} "
+        f"AND list_contains($ids, block_id) ORDER BY block_id"
+    )
+    for at in range(0, len(ids), BLOCKS_AT_ONCE):
+        check()
+        yield from run(chosen, {"ids": ids[at : at + BLOCKS_AT_ONCE]})["data"].to_pylist()
+
+
+def _present(
     native: Native, run: Run, sids: np.ndarray, ids: list[int], check: Callable[[], None]
+) -> np.ndarray:
+    """Which of the selected series `sids` have a run in the blocks `ids` or a hot sample in
+    the window.
+
+    A metric whose label sets change with every job (a GPU's series per job it ran) has many
+    more series than a window holds: a day of 10,000 GPUs had 66,849 of one metric, 6 hours
+    of it 31,768, an hour ~15,000. The cells are sized by those present, found before their
+    groups are (a block's series ids are a section of their own, decoded alone)."""
+    found = []
+    for data in _fetched(native, run, ids, check):
+        try:
+            found.append(blocks.run_series(data).astype(np.int64))
+        except ValueError:
+            raise Fallback from None
+    hot = run(
+        f"SELECT DISTINCT series_id AS sid FROM {HOT} WHERE ts BETWEEN {_LO} AND {_HI} "
+        f"AND series_id IN (SELECT series_id FROM {SERIES} "
+        f"WHERE metric = {text(native.shape.metric)})",
+        _window_params(native),
+    )
+    found.append(hot["sid"].to_numpy().astype(np.int64))
+    return np.isin(sids, np.concatenate(found))
+
+
+def _parts(
+    native: Native,
+    run: Run,
+    sids: np.ndarray,
+    ids: list[int],
+    check: Callable[[], None],
+    absent: np.ndarray,
 ) -> Any:
     """The selected series' samples of the window, block by block, then the hot ones: each
     as (rank of each run's series, run lengths, times in µs by series run, values), runs in
-    series order."""
-    shape = native.shape
+    series order. `absent`: selected series `_present` found no sample of; one that has a hot
+    sample now came in since, and the SQL route answers."""
     lo = _window(native)[0]
-    rank_of = np.full(int(sids[-1]) + 2, -1, dtype=np.int64)
+    rank_of = np.full(int(max(sids[-1], absent.max(initial=0))) + 2, -1, dtype=np.int64)
     rank_of[sids] = np.arange(len(sids))
-    chosen = (
-        f"SELECT data FROM {BLOCKS} WHERE metric = {text(shape.metric)} "
-        f"AND list_contains($ids, block_id) ORDER BY block_id"
-    )
-
-    def fetched() -> Iterator[bytes]:
-        for at in range(0, len(ids), BLOCKS_AT_ONCE):
-            check()
-            yield from run(chosen, {"ids": ids[at : at + BLOCKS_AT_ONCE]})["data"].to_pylist()
-
+    rank_of[absent] = -2
     # decoded here: decoding ahead on threads measured slower (29.8 against 25.5 ms a query)
-    for block_ids, runs, ts, values in map(_decoded, fetched()):
+    for block_ids, runs, ts, values in map(_decoded, _fetched(native, run, ids, check)):
         yield rank_of[np.minimum(block_ids, len(rank_of) - 1)], runs.astype(np.int64), ts, values
     check()
     # the hot samples, and in the same statement (one snapshot) a row of NULLs if the blocks
@@ -270,7 +311,7 @@ def _parts(
     hot = run(
         f"SELECT s.series_id AS sid, epoch_us(s.ts) AS ts, s.value AS v FROM {HOT} s\n"
         f"WHERE s.ts BETWEEN {_LO} AND {_HI} AND s.series_id IN (\n"
-        f"  SELECT series_id FROM {SERIES} WHERE metric = {text(shape.metric)})\n"
+        f"  SELECT series_id FROM {SERIES} WHERE metric = {text(native.shape.metric)})\n"
         f"UNION ALL SELECT NULL, NULL, NULL\n"
         f"WHERE coalesce(({_kept(native)}), []::BIGINT[]) IS DISTINCT FROM $listed::BIGINT[]",
         {**_window_params(native), "listed": list(ids)},
@@ -279,6 +320,8 @@ def _parts(
         if hot["sid"].null_count or hot["v"].null_count:  # the SQL route reads one snapshot
             raise Fallback
         hid = rank_of[np.minimum(hot["sid"].to_numpy().astype(np.int64), len(rank_of) - 1)]
+        if (hid == -2).any():
+            raise Fallback
         chosen = hid >= 0  # of the metric's series, those the matchers select
         hid, ts, values = hid[chosen], hot["ts"].to_numpy()[chosen], hot["v"].to_numpy()[chosen]
         if not len(hid):
@@ -304,11 +347,17 @@ def _decoded(data: bytes) -> tuple[np.ndarray, np.ndarray, Runs, np.ndarray]:
 def _answer(native: Native, run: Run, check: Callable[[], None], max_series: int | None) -> bytes:
     g, shape = native.grid, native.shape
     n = g.last + 1
-    sids, keys, group, kept = _series(native, run)
+    table, kept = _series(native, run)
     m = shape.range_ms // g.step_ms if shape.function else 0
-    if len(sids) * (n + m) > MAX_CELLS:
-        raise Fallback
-    parts = _parts(native, run, sids, kept, check)
+    sids = table["sid"].to_numpy().astype(np.int64)
+    absent = sids[:0]
+    if len(sids) * (n + m) > MAX_CELLS:  # sized by the series the window holds
+        here = _present(native, run, sids, kept, check)
+        if not here.any() or int(here.sum()) * (n + m) > MAX_CELLS:
+            raise Fallback
+        table, absent = table.filter(pa.array(here)), sids[~here]
+    sids, keys, group = _groups(native, table)
+    parts = _parts(native, run, sids, kept, check, absent)
     with np.errstate(invalid="ignore", over="ignore"):  # Inf - Inf is NaN, as in SQL
         if shape.function is None:
             values, present = native_steps.instants(

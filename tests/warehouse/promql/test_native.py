@@ -97,6 +97,7 @@ def _scraped_together(lo: int, hi: int, seed: int) -> dict[ref.Labels, ref.Sampl
 def eng(tmp_path_factory: pytest.TempPathFactory, warehouses: Warehouses) -> Iterator[Engine]:
     engine = Engine(str(warehouses.empty(tmp_path_factory.mktemp("native") / "w.duckdb")))
     first = _batch(TEMP, T, T + 300 * MINUTE, 0)
+    first[_labels(TEMP, 7, 0)] = [(T + (200 + i) * MINUTE, float(i)) for i in range(15)]  # short
     power = _batch(POWER, T, T + 300 * MINUTE, 0)
     power[_labels(POWER, 0, 0)].insert(50, (T + 50 * MINUTE + 1_000, STALE))
     clock = _scraped_together(T, T + 300 * MINUTE, 0)
@@ -315,3 +316,66 @@ def test_blocks_that_change_while_it_reads_leave_the_query_to_sql(
         assert native.answer(
             compiled.native, lambda s, p: engine.con.sql(s, params=p).to_arrow_table()
         )
+
+
+#: TEMP's series: 3 hosts × 4 GPUs, and one of 15 minutes.
+TEMP_SERIES = 13
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    op=st.sampled_from(AGGREGATIONS),
+    grouping=st.sampled_from(GROUPINGS),
+    over_time=st.booleans(),
+    step_s=st.sampled_from([60, 120, 300]),
+    start_s=st.integers(-600, 300 * 60),
+    points=st.integers(0, 60),
+)
+def test_cells_sized_by_the_series_present_answer_as_the_sql_route(
+    eng: Engine, op: str, grouping: str, over_time: bool, step_s: int, start_s: int, points: int
+) -> None:
+    """With room for one cell less than every series of the metric needs, the fast path sizes
+    its arrays by the series with samples in the window."""
+    inner = f"sum_over_time({TEMP}[{2 * step_s}s])" if over_time else TEMP
+    start = T + start_s * 1000
+    compiled = evaluate.range_query(
+        f"{op}{grouping} ({inner})", start, start + points * step_s * 1000, step_s * 1000
+    )
+    cells = TEMP_SERIES * (points + 1 + (2 if over_time else 0))
+    with mock.patch.object(native, "MAX_CELLS", cells - 1):
+        general, fast = both(eng, compiled)
+    if fast is not None:
+        assert not ref.differences(fast, general), ref.differences(fast, general)
+
+
+def test_a_window_without_a_series_takes_the_fast_path(eng: Engine) -> None:
+    compiled = evaluate.range_query(f"sum by (Hostname) ({TEMP})", T, T + 60 * MINUTE, 60_000)
+    with mock.patch.object(native, "MAX_CELLS", TEMP_SERIES * 61 - 1):
+        general, fast = both(eng, compiled)
+    assert fast is not None and not ref.differences(fast, general)
+
+
+def test_a_series_first_seen_after_the_count_leaves_the_query_to_sql(eng: Engine) -> None:
+    """A series counted absent whose hot samples the read then finds came in between: the
+    SQL route answers."""
+    compiled = evaluate.range_query(f"sum({TEMP})", T + 50 * MINUTE, T + 110 * MINUTE, 60_000)
+    assert compiled.native is not None
+    [(late,)] = eng.con.execute(  # a series with hot samples in the window
+        "SELECT min(series_id) FROM wanka.gpu_samples WHERE ts BETWEEN ? AND ? AND series_id IN "
+        "(SELECT series_id FROM wanka.gpu_series WHERE metric = ?)",
+        [datetime.fromtimestamp((T + m * MINUTE) / 1000, UTC) for m in (50, 110)] + [TEMP],
+    ).fetchall()
+    present = native._present
+
+    def missing_one(native_: Any, run_: Any, sids: np.ndarray, *args: Any) -> Any:
+        return present(native_, run_, sids, *args) & (sids != late)
+
+    def run(sql: str, params: dict[str, Any]) -> Any:
+        return eng.con.sql(sql, params=params).to_arrow_table()
+
+    with mock.patch.object(native, "MAX_CELLS", TEMP_SERIES * 61 - 1):  # hot and cold
+        assert native.answer(compiled.native, run) is not None
+        with mock.patch.object(native, "_present", missing_one):
+            assert native.answer(compiled.native, run) is None
