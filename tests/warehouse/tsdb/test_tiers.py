@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -112,21 +113,28 @@ def test_a_tier_equals_the_recompute_from_raw_after_every_write(
         assert _same(got, want), (action, arg, got, want)
 
 
-def test_writers_only_append_and_a_fold_catches_up_with_several_at_once(eng: Engine) -> None:
-    """Two transactions that insert samples of one bucket both commit (neither updates a tier
-    row; each adds a series for the new label set, as neither sees the other's); the next fold
-    merges the twin series and takes both batches and an UPDATE between them."""
+def _two_writers(eng: Engine, metric: str) -> tuple[Any, Any]:
+    """On an emptied gpu_metrics, two open transactions that each inserted a sample of one new
+    label set (value 1 at 10 s, 2 at 20 s): each added a series for it, as neither sees the
+    other's."""
     execute(eng.cursor(), "TRUNCATE gpu_metrics").read_all()
     tiers.fold(eng.con)
     first, second = eng.cursor(), eng.cursor()
     insert = (
         "INSERT INTO gpu_metrics (ts, host, metric, value) "
-        "VALUES (TIMESTAMPTZ '2026-11-01' + to_seconds(?), 'a', 'X', ?)"
+        "VALUES (TIMESTAMPTZ '2026-11-01' + to_seconds(?), 'a', ?, ?)"
     )
-    first.execute("BEGIN TRANSACTION")
-    second.execute("BEGIN TRANSACTION")
-    execute(first, insert, [10, 1]).read_all()
-    execute(second, insert, [20, 2]).read_all()
+    for cur, at, value in ((first, 10, 1), (second, 20, 2)):
+        cur.execute("BEGIN TRANSACTION")
+        execute(cur, insert, [at, metric, value]).read_all()
+    return first, second
+
+
+def test_writers_only_append_and_a_fold_catches_up_with_several_at_once(eng: Engine) -> None:
+    """Two transactions that insert samples of one bucket both commit (neither updates a tier
+    row; each adds a series for the new label set, as neither sees the other's); the next fold
+    merges the twin series and takes both batches and an UPDATE between them."""
+    first, second = _two_writers(eng, "X")
     first.execute("COMMIT")
     second.execute("COMMIT")
     execute(eng.cursor(), "UPDATE gpu_metrics SET value = 5 WHERE value = 1").read_all()
@@ -143,22 +151,13 @@ def test_a_twin_is_merged_into_a_series_a_fold_took_before(eng: Engine) -> None:
     """The twin's label set was first written by a batch an earlier fold took: the fold that
     takes the twin's batch still finds the first series (it matches the batch's label sets
     against the whole dictionary)."""
-    execute(eng.cursor(), "TRUNCATE gpu_metrics").read_all()
-    tiers.fold(eng.con)
-    first, second = eng.cursor(), eng.cursor()
-    insert = (
-        "INSERT INTO gpu_metrics (ts, host, metric, value) "
-        "VALUES (TIMESTAMPTZ '2026-11-01' + to_seconds(?), 'b', 'Y', ?)"
-    )
-    first.execute("BEGIN TRANSACTION")
-    second.execute("BEGIN TRANSACTION")
-    execute(first, insert, [10, 1]).read_all()
-    execute(second, insert, [20, 2]).read_all()
+    first, second = _two_writers(eng, "Y")
     first.execute("COMMIT")
     assert tiers.fold(eng.con) == 1
     second.execute("COMMIT")
-    assert tiers.fold(eng.con) == 1
     series = "SELECT count(*) FROM wanka.gpu_series WHERE metric = 'Y'"
+    assert eng.con.sql(series).fetchall() == [(2,)]  # twins
+    assert tiers.fold(eng.con) == 1
     assert eng.con.sql(series).fetchall() == [(1,)]
     got = "SELECT samples, value_sum, value_min, value_max FROM gpu_metrics_1m"
     assert eng.con.sql(got).fetchall() == [(2, 3.0, 1.0, 2.0)]
