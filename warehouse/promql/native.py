@@ -261,10 +261,10 @@ def _fetched(
 
 
 def _present(
-    native: Native, run: Run, sids: np.ndarray, ids: list[int], check: Callable[[], None]
+    native: Native, run: Run, sids: np.ndarray, ids: list[int], most: int, check: Callable[[], None]
 ) -> np.ndarray:
     """Which of the selected series `sids` have a run in the blocks `ids` or a hot sample in
-    the window.
+    the window; Fallback as soon as the blocks alone hold more than `most` of them.
 
     A metric whose label sets change with every job (a GPU's series per job it ran) has many
     more series than a window holds: a day of 10,000 GPUs had 66,849 of one metric, 6 hours
@@ -276,12 +276,16 @@ def _present(
             found.append(blocks.run_series(data).astype(np.int64))
         except ValueError:
             raise Fallback from None
+    if found and int(np.isin(sids, np.concatenate(found)).sum()) > most:
+        raise Fallback  # the hot samples can only add to them
     hot = run(
         f"SELECT DISTINCT series_id AS sid FROM {HOT} WHERE ts BETWEEN {_LO} AND {_HI} "
         f"AND series_id IN (SELECT series_id FROM {SERIES} "
-        f"WHERE metric = {text(native.shape.metric)})",
+        f"WHERE metric = {text(native.shape.metric)}) LIMIT {most + 1}",  # enough to refuse
         _window_params(native),
     )
+    if hot.num_rows > most:
+        raise Fallback
     found.append(hot["sid"].to_numpy().astype(np.int64))
     return np.isin(sids, np.concatenate(found))
 
@@ -352,7 +356,7 @@ def _answer(native: Native, run: Run, check: Callable[[], None], max_series: int
     sids = table["sid"].to_numpy().astype(np.int64)
     absent = sids[:0]
     if len(sids) * (n + m) > MAX_CELLS:  # sized by the series the window holds
-        here = _present(native, run, sids, kept, check)
+        here = _present(native, run, sids, kept, MAX_CELLS // (n + m), check)
         if not here.any() or int(here.sum()) * (n + m) > MAX_CELLS:
             raise Fallback
         table, absent = table.filter(pa.array(here)), sids[~here]
