@@ -22,9 +22,11 @@ ids are parameters, so a panel refreshed again sends the same texts, whose parse
 check) the session keeps (`warehouse.parsing.script`). It answers None, and the
 SQL route runs, for anything it does not do the same way: another shape, `@`, a metric that
 also has prom_samples or staleness markers in the window, NULL values, more samples than
-`cold_scan.BUDGET` or more cells (series x steps) than `MAX_CELLS`, and when the blocks of
-the window changed while it read (its statements are not one snapshot: compaction moved hot
-samples into blocks, or cut blocks again, in between). `check()` is called
+`cold_scan.BUDGET` or more cells (series x steps) than `MAX_CELLS` (counting, where every
+series of the metric would not fit, only those with samples in the window: `_present`), and
+when the blocks of the window changed while it read, or a series came in between its reads
+(its statements are not one snapshot: compaction moved hot samples into blocks, or cut blocks
+again, in between). `check()` is called
 between blocks (the time limit, a cancel). Results match the SQL route's up to the order of
 float additions (tests/warehouse/promql/test_native.py).
 """
