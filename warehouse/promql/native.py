@@ -269,9 +269,9 @@ def _present(
     the window; Fallback as soon as the blocks alone hold more than `most` of them.
 
     A metric whose label sets change with every job (a GPU's series per job it ran) has many
-    more series than a window holds: a day of 10,000 GPUs had 66,849 of one metric, 6 hours
-    of it 31,768, an hour ~15,000. The cells are sized by those present, found before their
-    groups are (a block's series ids are a section of their own, decoded alone)."""
+    more series than a window holds: a day of 10,000 GPUs had 66,849 of one metric, and 6
+    hours of it 31,768. The cells are sized by those present, found before their groups are
+    (a block's series ids are a section of their own, decoded alone)."""
     found = []
     for data in _fetched(native, run, ids, check):
         try:
