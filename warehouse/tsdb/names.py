@@ -27,13 +27,13 @@ def keep(original: str, tree: exp.Expr) -> None:
     select = _outermost(tree)
     if select is None:
         return
-    names = names_of(original)
+    names, now = names_of(original), names_of(tree.sql(dialect="duckdb"))
     projections = select.expressions
-    if names is None or len(names) != len(projections):
+    if names is None or now is None or not len(names) == len(now) == len(projections):
         return
-    for projection, name in zip(list(projections), names, strict=True):
-        if name is None or isinstance(projection, exp.Alias | exp.Star):
-            continue
+    for projection, name, given in zip(list(projections), names, now, strict=True):
+        if name is None or name == given or isinstance(projection, exp.Alias | exp.Star):
+            continue  # only a name the rewrite changed
         if isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
             continue
         projection.replace(exp.alias_(projection.copy(), name, quoted=True))
@@ -70,6 +70,8 @@ def _name(
 ) -> str | None:
     if expr.get("alias") or expr.get("class") in ("STAR", "COLUMNS"):
         return None
+    if expr.get("class") == "COLUMN_REF":  # `g.model` is named `model`
+        return str(expr["column_names"][-1])
     statement = empty["statements"][0]
     alone = {
         **empty,
