@@ -28,6 +28,7 @@ BOUND = "ts >= TIMESTAMPTZ '2026-03-01 02:00:00+00'"
         f"WHERE g.{BOUND} GROUP BY one",
         f"SELECT count(*) FROM gpu_metrics WHERE {BOUND} UNION ALL SELECT 1",
         f"SELECT value AS v, ts::DATE FROM gpu_metrics WHERE {BOUND} AND metric = 'x'",
+        f"SELECT g.host, avg(g.value) FROM gpu_metrics AS g WHERE g.{BOUND} GROUP BY g.host",
     ],
 )
 def test_a_rewritten_statement_keeps_its_column_names(eng: Engine, sql: str) -> None:  # noqa: F811
