@@ -27,7 +27,7 @@ from tests.warehouse.promql.test_vs_prometheus import ours
 from tests.warehouses import Warehouses
 from warehouse.kernel import blocks
 from warehouse.kernel.engine import Engine
-from warehouse.promql import evaluate, native, render
+from warehouse.promql import evaluate, native, native_reads, render
 from warehouse.tsdb.compact import FLUSH, compact
 
 MINUTE = 60_000
@@ -367,7 +367,7 @@ def test_a_series_first_seen_after_the_count_leaves_the_query_to_sql(eng: Engine
         "(SELECT series_id FROM wanka.gpu_series WHERE metric = ?)",
         [datetime.fromtimestamp((T + m * MINUTE) / 1000, UTC) for m in (50, 110)] + [TEMP],
     ).fetchall()
-    present = native._present
+    present = native_reads.present
 
     def missing_one(native_: Any, run_: Any, sids: np.ndarray, *args: Any) -> Any:
         return present(native_, run_, sids, *args) & (sids != late)
@@ -377,5 +377,5 @@ def test_a_series_first_seen_after_the_count_leaves_the_query_to_sql(eng: Engine
 
     with mock.patch.object(native, "MAX_CELLS", TEMP_SERIES * 61 - 1):  # hot and cold
         assert native.answer(compiled.native, run) is not None
-        with mock.patch.object(native, "_present", missing_one):
+        with mock.patch.object(native_reads, "present", missing_one):
             assert native.answer(compiled.native, run) is None
