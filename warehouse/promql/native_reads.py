@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -20,8 +20,8 @@ from warehouse.promql.plan import text
 from warehouse.tsdb import cold_scan
 from warehouse.tsdb.relations import BLOCKS, HOT, SERIES
 
-if TYPE_CHECKING:
-    from warehouse.promql.native import Native
+#: `warehouse.promql.native.Native` (not imported: native imports this module).
+Native = Any
 
 #: Blocks fetched and decoded at a time (their compressed bytes held meanwhile).
 BLOCKS_AT_ONCE = 16
