@@ -22,13 +22,13 @@ ids are parameters, so a panel refreshed again sends the same texts, whose parse
 check) the session keeps (`warehouse.parsing.script`). It answers None, and the
 SQL route runs, for anything it does not do the same way: another shape, `@`, a metric that
 also has prom_samples or staleness markers in the window, NULL values, more samples than
-`cold_scan.BUDGET` or more cells (series x steps) than `MAX_CELLS` (counting, where every
-series of the metric would not fit, only those with samples in the window:
-`native_reads.present`), and when the blocks of the window changed while it read, or a series
-came in between its reads (its statements are not one snapshot: compaction moved hot samples
-into blocks, or cut blocks again, in between). `check()` is called between blocks (the time
-limit, a cancel). Results match the SQL route's up to the order of
-float additions (tests/warehouse/promql/test_native.py).
+`cold_scan.BUDGET`, more cells (series x steps) than `MAX_CELLS` in each of `MAX_SLICES`
+slices of the steps (counting, where every series of the metric would not fit, only those
+with samples in the window: `native_reads.present`), and when the blocks of a slice's window
+changed while it read, or a series came in between its reads (its statements are not one
+snapshot: compaction moved hot samples into blocks, or cut blocks again, in between).
+`check()` is called between blocks (the time limit, a cancel). Results match the SQL route's
+up to the order of float additions (tests/warehouse/promql/test_native.py).
 """
 
 from __future__ import annotations
@@ -55,6 +55,10 @@ ENABLED = True
 #: a cell, ~100-150 MB at most, which DuckDB's memory limit does not see (a day of 1,000 GPUs
 #: at 60 s steps is 1.44M cells; more goes the SQL way, within the limit).
 MAX_CELLS = 4_000_000
+#: When the series present need more cells than that over every step, the steps are cut into
+#: at most this many slices, each evaluated alone (reading its own blocks and hot samples;
+#: a block that two slices reach is decoded for each), and only their groups' points kept.
+MAX_SLICES = 8
 AGGREGATES = frozenset({"sum", "avg", "min", "max", "count"})
 OVER_TIME = frozenset(
     {"sum_over_time", "avg_over_time", "min_over_time", "max_over_time", "count_over_time"}
@@ -164,28 +168,47 @@ def _answer(native: Native, run: Run, check: Callable[[], None], max_series: int
     table, kept = reads.series(native, run)
     m = shape.range_ms // g.step_ms if shape.function else 0
     sids = table["sid"].to_numpy().astype(np.int64)
-    absent = sids[:0]
+    absent, width = sids[:0], n  # steps evaluated at once
     if len(sids) * (n + m) > MAX_CELLS:  # sized by the series the window holds
-        here = reads.present(native, run, sids, kept, MAX_CELLS // (n + m), check)
-        if not here.any() or int(here.sum()) * (n + m) > MAX_CELLS:
+        fewest = -(-n // MAX_SLICES)
+        here = reads.present(native, run, sids, kept, MAX_CELLS // (fewest + m), check)
+        if not here.any():
             raise Fallback
         table, absent = table.filter(pa.array(here)), sids[~here]
+        width = min(n, MAX_CELLS // int(here.sum()) - m)
     sids, keys, group = reads.groups(native, table)
-    parts = reads.parts(native, run, sids, kept, check, absent)
-    with np.errstate(invalid="ignore", over="ignore"):  # Inf - Inf is NaN, as in SQL
-        if shape.function is None:
-            values, present = native_steps.instants(
-                g, shape.offset_ms, native.lookback_ms, parts, len(sids)
-            )
-        else:
-            values, present = native_steps.over_time(
-                g, shape.offset_ms, shape.range_ms, shape.function, parts, len(sids)
-            )
+    found = np.empty((len(keys), n))
+    exists = np.empty((len(keys), n), dtype=bool)
+    for at in range(0, n, width):
+        part = _slice(native, at, min(n, at + width))
+        ids = kept if width == n else reads.kept(part, run)
+        points = _points(part, reads.parts(part, run, sids, ids, check, absent), len(sids))
         check()
-        found, exists = native_steps.aggregate(shape.op, values, present, group, len(keys))
+        with np.errstate(invalid="ignore", over="ignore"):
+            found[:, at : at + width], exists[:, at : at + width] = native_steps.aggregate(
+                shape.op, *points, group, len(keys)
+            )
     if max_series is not None and int(exists.any(axis=1).sum()) > max_series:
         raise Fallback
     return _render(native, keys, found, exists)
+
+
+def _slice(native: Native, at: int, end: int) -> Native:
+    """`native` on its grid's steps at .. end - 1."""
+    g = native.grid
+    grid = Grid(g.start_ms + at * g.step_ms, g.start_ms + (end - 1) * g.step_ms, g.step_ms)
+    return Native(native.shape, grid, native.lookback_ms, native.kind)
+
+
+def _points(native: Native, parts: Any, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(value, present) per series and step of the grid: its point there."""
+    g, shape = native.grid, native.shape
+    with np.errstate(invalid="ignore", over="ignore"):  # Inf - Inf is NaN, as in SQL
+        if shape.function is None:
+            return native_steps.instants(g, shape.offset_ms, native.lookback_ms, parts, count)
+        return native_steps.over_time(
+            g, shape.offset_ms, shape.range_ms, shape.function, parts, count
+        )
 
 
 def _render(native: Native, keys: list[str], found: np.ndarray, exists: np.ndarray) -> bytes:

@@ -110,6 +110,12 @@ def _kept(native: Native) -> str:
     return f"SELECT list(block_id ORDER BY block_id) {_blocks(native)}"
 
 
+def kept(native: Native, run: Run) -> list[int]:
+    """The ids of the blocks of the metric whose samples may lie in the window, in order."""
+    found: list[int] | None = run(_kept(native), window_params(native)).column(0)[0].as_py()
+    return found or []
+
+
 def _json(labels: dict[str, str]) -> str:
     return json.dumps(labels, sort_keys=True, separators=(",", ":"))
 

@@ -379,3 +379,58 @@ def test_a_series_first_seen_after_the_count_leaves_the_query_to_sql(eng: Engine
         assert native.answer(compiled.native, run) is not None
         with mock.patch.object(native_reads, "present", missing_one):
             assert native.answer(compiled.native, run) is None
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    op=st.sampled_from(AGGREGATIONS),
+    grouping=st.sampled_from(GROUPINGS),
+    over_time=st.booleans(),
+    step_s=st.sampled_from([60, 120, 300]),
+    start_s=st.integers(-600, 300 * 60),
+    points=st.integers(1, 60),
+    slices=st.integers(2, native.MAX_SLICES),
+)
+def test_steps_cut_into_slices_answer_as_the_sql_route(
+    eng: Engine,
+    op: str,
+    grouping: str,
+    over_time: bool,
+    step_s: int,
+    start_s: int,
+    points: int,
+    slices: int,
+) -> None:
+    """With room for every series on a part of the steps only, the steps are evaluated in
+    slices, each reading its own blocks and hot samples."""
+    inner = f"sum_over_time({TEMP}[{2 * step_s}s])" if over_time else TEMP
+    start = T + start_s * 1000
+    compiled = evaluate.range_query(
+        f"{op}{grouping} ({inner})", start, start + points * step_s * 1000, step_s * 1000
+    )
+    cells = TEMP_SERIES * (-(-(points + 1) // slices) + (2 if over_time else 0))
+    with mock.patch.object(native, "MAX_CELLS", cells):
+        general, fast = both(eng, compiled)
+    if fast is not None:
+        assert not ref.differences(fast, general), ref.differences(fast, general)
+
+
+def test_an_hour_in_three_slices(eng: Engine) -> None:
+    compiled = evaluate.range_query(f"max by (Hostname) ({TEMP})", T, T + 120 * MINUTE, 60_000)
+    kept = mock.Mock(wraps=native_reads.kept)
+    with (
+        mock.patch.object(native, "MAX_CELLS", TEMP_SERIES * 41),
+        mock.patch.object(native_reads, "kept", kept),
+    ):
+        general, fast = both(eng, compiled)
+    assert fast is not None and not ref.differences(fast, general)
+    assert kept.call_count == 2 * 3  # both() asks twice
+    assert general["data"]["result"]
+
+
+def test_more_slices_than_allowed_leave_the_query_to_sql(eng: Engine) -> None:
+    compiled = evaluate.range_query(f"sum({TEMP})", T, T + 120 * MINUTE, 60_000)
+    with mock.patch.object(native, "MAX_CELLS", TEMP_SERIES * (121 // native.MAX_SLICES - 1)):
+        assert both(eng, compiled)[1] is None
