@@ -51,9 +51,11 @@ def freeze(
     window: timedelta,
     size: int,
     ids: pa.Table,
+    window_start: datetime | None = None,
 ) -> tuple[int, int]:
-    """Move `table`'s rows of one window and metric into blocks, in the caller's transaction;
-    the rows moved and their bytes. `ids`: the metric's series in `table` (read once a pass,
+    """Move `table`'s rows of one metric with buckets in [start, start + window) into blocks
+    of the window starting at `window_start` (`start`), in the caller's transaction; the rows
+    moved and their bytes. `ids`: the metric's series in `table` (read once a pass,
     warehouse.tsdb.compact.series_by_metric: not a scan of the series dictionary here)."""
     where = (
         f"FROM {table} t WHERE t.series_id IN (SELECT series_id FROM {_IDS}) "
@@ -61,7 +63,7 @@ def freeze(
     )
     given = {"start": start, "window": window}
     with registered(cur, _IDS, ids):
-        return _freeze(cur, table, start, metric, size, where, given)
+        return _freeze(cur, table, window_start or start, metric, size, where, given)
 
 
 _IDS = "_wanka_tier_ids"
@@ -80,7 +82,7 @@ def registered(cur: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> It
 def _freeze(
     cur: duckdb.DuckDBPyConnection,
     table: str,
-    start: datetime,
+    window_start: datetime,
     metric: str,
     size: int,
     where: str,
@@ -92,42 +94,63 @@ def _freeze(
     ).to_arrow_table()
     if not rows.num_rows:
         return 0, 0
-    ids = rows["series_id"].to_numpy()
-    made = []
-    for lo, hi in itertools.pairwise(cuts(ids, size)):
-        part = rows.slice(lo, hi - lo)
-        columns = [
-            (
-                np.asarray(
-                    part[c].fill_null(0).to_numpy(),
-                    dtype=np.float64 if c.startswith("value") else np.int64,
-                ),
-                part[c].is_null().to_numpy(zero_copy_only=False) if part[c].null_count else None,
-            )
-            for c in _COLUMNS
-        ]
-        made.append(
-            (int(ids[lo]), int(ids[hi - 1]), hi - lo, blocks.encode_rows(ids[lo:hi], columns))
+    columns = [
+        (
+            np.asarray(
+                rows[c].fill_null(0).to_numpy(),
+                dtype=np.float64 if c.startswith("value") else np.int64,
+            ),
+            rows[c].is_null().to_numpy(zero_copy_only=False) if rows[c].null_count else None,
         )
+        for c in _COLUMNS
+    ]
+    size_of = store(cur, table, window_start, metric, rows["series_id"].to_numpy(), columns, size)
+    [(moved,)] = cur.execute(f"DELETE {where}", given).fetchall()
+    if moved != rows.num_rows:  # one snapshot: cannot happen; never lose a row
+        raise RuntimeError(
+            f"compaction of {table} {metric} at {window_start}: {moved} != {rows.num_rows}"
+        )
+    return rows.num_rows, size_of
+
+
+def store(
+    cur: duckdb.DuckDBPyConnection,
+    table: str,
+    window_start: datetime,
+    metric: str,
+    ids: np.ndarray,
+    columns: list[blocks.Column],
+    size: int,
+) -> int:
+    """Write tier rows ordered by series then bucket (their series ids and `_COLUMNS`, times
+    as µs) as blocks of whole series runs of about `size` rows, each with its series and
+    bucket range; their bytes."""
+    made = []
+    bucket = columns[0][0]
+    for lo, hi in itertools.pairwise(cuts(ids, size)):
+        part = [(v[lo:hi], None if m is None else m[lo:hi]) for v, m in columns]
+        span = bucket[lo:hi]
+        made.append(
+            (int(ids[lo]), int(ids[hi - 1]), int(span.min()), int(span.max()), hi - lo,
+             blocks.encode_rows(ids[lo:hi], part))
+        )  # fmt: skip
     bounds = pa.table(
         {
-            "series_lo": [m[0] for m in made],
-            "series_hi": [m[1] for m in made],
-            "rows": [m[2] for m in made],
-            "data": pa.array([m[3] for m in made], type=pa.binary()),
+            "series_lo": pa.array([m[0] for m in made], pa.int32()),
+            "series_hi": pa.array([m[1] for m in made], pa.int32()),
+            "bucket_min": pa.array([m[2] for m in made], pa.timestamp("us", tz="UTC")),
+            "bucket_max": pa.array([m[3] for m in made], pa.timestamp("us", tz="UTC")),
+            "rows": pa.array([m[4] for m in made], pa.int64()),
+            "data": pa.array([m[5] for m in made], type=pa.binary()),
         }
     )
     with registered(cur, "_wanka_tier_blocks", bounds):
         cur.execute(
             f"INSERT INTO {TABLE} SELECT $tier, $metric, $start, b.series_lo, b.series_hi, "
-            "s.bucket_min, s.bucket_max, b.rows, b.data FROM _wanka_tier_blocks b, "
-            f"(SELECT min(t.bucket) AS bucket_min, max(t.bucket) AS bucket_max {where}) s",
-            {**given, "tier": table, "metric": metric},
+            "b.bucket_min, b.bucket_max, b.rows, b.data FROM _wanka_tier_blocks b",
+            {"tier": table, "metric": metric, "start": window_start},
         )
-    [(moved,)] = cur.execute(f"DELETE {where}", given).fetchall()
-    if moved != rows.num_rows:  # one snapshot: cannot happen; never lose a row
-        raise RuntimeError(f"compaction of {table} {metric} at {start}: {moved} != {rows.num_rows}")
-    return rows.num_rows, sum(len(m[3]) for m in made)
+    return sum(len(m[5]) for m in made)
 
 
 def thaw(

@@ -313,9 +313,10 @@ def _recompute(cur: duckdb.DuckDBPyConnection) -> None:
 
 
 def clear(cur: duckdb.DuckDBPyConnection) -> None:
-    """Empty every tier (with the samples and series)."""
+    """Empty every tier, its blocks too (with the samples and series)."""
     for table in TIERS:
         cur.execute(f"DELETE FROM {table}")
+    cur.execute(f"DELETE FROM {tier_blocks.TABLE}")
     cur.execute("DELETE FROM wanka.tier_dirty")
 
 
