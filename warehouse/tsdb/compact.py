@@ -29,8 +29,10 @@ in one transaction per window and metric (late samples' blocks too). Every sampl
 once and merged once, whatever `FLUSH` is: shorter flushes make more, smaller transactions.
 The minute tier's rows of the open window are flushed with the samples (`FLUSHED_TIERS`) and
 their blocks cut again once the window closes (`tier_merge`): they are a quarter as many as
-the samples at 15 s scrapes, and DuckDB's buffers kept every page of them written in the open
-window, ~440 MiB an hour at 10,000 GPUs (bench_soak).
+the samples at 15 s scrapes, and DuckDB's buffers keep every page written until memory is
+short. Left in the table until the window closed, they grew by ~36 MiB of pages an hour at
+5,000 GPUs × 16 fields (the buffers by ~50 MiB an hour; ~250 MiB at bench_soak's 10,000 GPUs ×
+40 fields); flushed, the table holds 10-25 minutes of them.
 
 Window and block size were measured on the simulator's samples (1,000 GPUs, 60 s): 2 h windows
 took 1.4 % fewer bytes than 1 h ones; blocks of 1,024 series took 1.7 % more than one block per
@@ -179,9 +181,8 @@ MERGE = "merge"
 #: Before a tier's table name: the tier's blocks of a closed window cut again (`tier_merge`).
 TIER_MERGE = "merge:"
 #: The tiers whose rows of the open window are frozen with its flushed samples: the minute
-#: tier, whose rows of a window are a quarter of its samples at 15 s scrapes (10,000 GPUs ×
-#: 40 fields: 24M rows an hour, ~440 MiB an hour of DuckDB's buffers while they stayed in the
-#: table until the window closed). An hour bucket stays open for an hour.
+#: tier, whose rows are a quarter of the samples at 15 s scrapes (10,000 GPUs × 40 fields: 24M
+#: rows an hour). An hour bucket stays open for an hour, and its tier has 1/60 of the rows.
 FLUSHED_TIERS = ("wanka.gpu_tier_1m",)
 
 
