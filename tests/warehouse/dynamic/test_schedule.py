@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import invoke_wanka
 from tests.warehouses import Warehouses
 from warehouse.dynamic.history import RefreshResult
-from warehouse.dynamic.schedule import Failed, Skipped, backoff, run_due
+from warehouse.dynamic.schedule import SLACK, Failed, Skipped, backoff, run_due
 from warehouse.errors import WankaError
 from warehouse.kernel.engine import Engine
 from warehouse.query.executor import execute
@@ -70,13 +70,16 @@ def test_due_when_it_would_otherwise_become_staler_than_its_freshness(
     assert run_due(cur, T0 + timedelta(minutes=4)) == []
     [done] = run_due(cur, T0 + timedelta(minutes=5))
     assert isinstance(done, RefreshResult) and done.data_timestamp == T0 + timedelta(minutes=5)
-    # a refresh expected to take 2 minutes starts 2 minutes before the lag would pass 5 minutes
+    # a refresh expected to take 2 minutes starts 2 minutes (and SLACK of its 5 minutes: 3 s)
+    # before the lag would pass 5 minutes
     cur.execute(
         "UPDATE wanka.refresh_history SET finished_at = started_at + INTERVAL 2 MINUTE "
         "WHERE started_at = (SELECT max(started_at) FROM wanka.refresh_history)"
     )
-    assert run_due(cur, T0 + timedelta(minutes=7, seconds=59)) == []
-    assert names(run_due(cur, T0 + timedelta(minutes=8))) == ["hosts"]
+    ahead = timedelta(seconds=SLACK * 300)
+    assert ahead == timedelta(seconds=3)
+    assert run_due(cur, T0 + timedelta(minutes=8) - ahead - timedelta(seconds=1)) == []
+    assert names(run_due(cur, T0 + timedelta(minutes=8) - ahead)) == ["hosts"]
 
 
 def test_a_loop_refreshes_what_would_be_late_by_its_next_pass(
