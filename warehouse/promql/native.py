@@ -176,6 +176,8 @@ def _answer(native: Native, run: Run, check: Callable[[], None], max_series: int
             raise Fallback
         table, absent = table.filter(pa.array(here)), sids[~here]
         width = min(n, MAX_CELLS // int(here.sum()) - m)
+        if width < fewest:  # the blocks' series and the hot ones together: too many slices
+            raise Fallback
     sids, keys, group = reads.groups(native, table)
     found = np.empty((len(keys), n))
     exists = np.empty((len(keys), n), dtype=bool)

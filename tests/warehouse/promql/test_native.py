@@ -434,3 +434,16 @@ def test_more_slices_than_allowed_leave_the_query_to_sql(eng: Engine) -> None:
     compiled = evaluate.range_query(f"sum({TEMP})", T, T + 120 * MINUTE, 60_000)
     with mock.patch.object(native, "MAX_CELLS", TEMP_SERIES * (121 // native.MAX_SLICES - 1)):
         assert both(eng, compiled)[1] is None
+
+
+def test_too_many_series_in_blocks_and_hot_together_leave_the_query_to_sql(eng: Engine) -> None:
+    """`present` refuses the blocks' series and the hot ones each past its bound, not their
+    union: more slices than allowed are refused after it."""
+    compiled = evaluate.range_query(f"sum({TEMP})", T, T + 120 * MINUTE, 60_000)
+    everyone = mock.Mock(side_effect=lambda _n, _r, sids, *_: np.ones(len(sids), dtype=bool))
+    with (
+        mock.patch.object(native, "MAX_CELLS", TEMP_SERIES * 5),
+        mock.patch.object(native_reads, "present", everyone),
+    ):
+        assert both(eng, compiled)[1] is None
+    assert everyone.called
