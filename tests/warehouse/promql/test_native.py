@@ -322,32 +322,46 @@ def test_blocks_that_change_while_it_reads_leave_the_query_to_sql(
 TEMP_SERIES = 13
 
 
-@settings(
+#: A query of the fast path's shapes on TEMP, as hypothesis draws it (`_shaped`'s arguments).
+SHAPED = {
+    "op": st.sampled_from(AGGREGATIONS),
+    "grouping": st.sampled_from(GROUPINGS),
+    "over_time": st.booleans(),
+    "step_s": st.sampled_from([60, 120, 300]),
+    "start_s": st.integers(-600, 300 * 60),
+}
+ON_ENG = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(
-    op=st.sampled_from(AGGREGATIONS),
-    grouping=st.sampled_from(GROUPINGS),
-    over_time=st.booleans(),
-    step_s=st.sampled_from([60, 120, 300]),
-    start_s=st.integers(-600, 300 * 60),
-    points=st.integers(0, 60),
-)
+
+
+def _shaped(
+    op: str, grouping: str, over_time: bool, step_s: int, start_s: int, points: int
+) -> evaluate.Compiled:
+    inner = f"sum_over_time({TEMP}[{2 * step_s}s])" if over_time else TEMP
+    start = T + start_s * 1000
+    return evaluate.range_query(
+        f"{op}{grouping} ({inner})", start, start + points * step_s * 1000, step_s * 1000
+    )
+
+
+def _same_with_cells(eng: Engine, compiled: evaluate.Compiled, cells: int) -> None:
+    """With room for `cells` cells, the fast path answers as the SQL route, or leaves it."""
+    with mock.patch.object(native, "MAX_CELLS", cells):
+        general, fast = both(eng, compiled)
+    if fast is not None:
+        assert not ref.differences(fast, general), ref.differences(fast, general)
+
+
+@ON_ENG
+@given(**SHAPED, points=st.integers(0, 60))
 def test_cells_sized_by_the_series_present_answer_as_the_sql_route(
     eng: Engine, op: str, grouping: str, over_time: bool, step_s: int, start_s: int, points: int
 ) -> None:
     """With room for one cell less than every series of the metric needs, the fast path sizes
     its arrays by the series with samples in the window."""
-    inner = f"sum_over_time({TEMP}[{2 * step_s}s])" if over_time else TEMP
-    start = T + start_s * 1000
-    compiled = evaluate.range_query(
-        f"{op}{grouping} ({inner})", start, start + points * step_s * 1000, step_s * 1000
-    )
-    cells = TEMP_SERIES * (points + 1 + (2 if over_time else 0))
-    with mock.patch.object(native, "MAX_CELLS", cells - 1):
-        general, fast = both(eng, compiled)
-    if fast is not None:
-        assert not ref.differences(fast, general), ref.differences(fast, general)
+    compiled = _shaped(op, grouping, over_time, step_s, start_s, points)
+    _same_with_cells(eng, compiled, TEMP_SERIES * (points + 1 + (2 if over_time else 0)) - 1)
 
 
 def test_a_window_without_a_series_takes_the_fast_path(eng: Engine) -> None:
@@ -381,18 +395,8 @@ def test_a_series_first_seen_after_the_count_leaves_the_query_to_sql(eng: Engine
             assert native.answer(compiled.native, run) is None
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    op=st.sampled_from(AGGREGATIONS),
-    grouping=st.sampled_from(GROUPINGS),
-    over_time=st.booleans(),
-    step_s=st.sampled_from([60, 120, 300]),
-    start_s=st.integers(-600, 300 * 60),
-    points=st.integers(1, 60),
-    slices=st.integers(2, native.MAX_SLICES),
-)
+@ON_ENG
+@given(**SHAPED, points=st.integers(1, 60), slices=st.integers(2, native.MAX_SLICES))
 def test_steps_cut_into_slices_answer_as_the_sql_route(
     eng: Engine,
     op: str,
@@ -405,16 +409,9 @@ def test_steps_cut_into_slices_answer_as_the_sql_route(
 ) -> None:
     """With room for every series on a part of the steps only, the steps are evaluated in
     slices, each reading its own blocks and hot samples."""
-    inner = f"sum_over_time({TEMP}[{2 * step_s}s])" if over_time else TEMP
-    start = T + start_s * 1000
-    compiled = evaluate.range_query(
-        f"{op}{grouping} ({inner})", start, start + points * step_s * 1000, step_s * 1000
-    )
-    cells = TEMP_SERIES * (-(-(points + 1) // slices) + (2 if over_time else 0))
-    with mock.patch.object(native, "MAX_CELLS", cells):
-        general, fast = both(eng, compiled)
-    if fast is not None:
-        assert not ref.differences(fast, general), ref.differences(fast, general)
+    compiled = _shaped(op, grouping, over_time, step_s, start_s, points)
+    steps = -(-(points + 1) // slices) + (2 if over_time else 0)
+    _same_with_cells(eng, compiled, TEMP_SERIES * steps)
 
 
 def test_an_hour_in_three_slices(eng: Engine) -> None:
