@@ -21,6 +21,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -43,6 +44,9 @@ from warehouse.kernel.transactions import Turn
 log = logging.getLogger("wanka.scheduler")
 #: A job run at least this long is logged at info level (shorter ones at debug).
 SLOW_S = 5.0
+#: How many of a job's last runs the refresh job's estimate of the next pass's upkeep takes
+#: the longest of.
+RECENT = 6
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,8 @@ def upkeep_jobs(
     of it a pass), then the thermal residuals of the whole days the hourly tier holds
     (`warehouse.faults.thermal`), then the due dynamic tables refresh: those that would be late
     before the next one, `interval_s` later and after the next pass's upkeep (as long as the
-    last runs of its tasks took, from `took`: job name -> seconds). A GPU event that drains or
+    longest of its tasks' recent runs took, from `took`: job name -> seconds; compaction's
+    pass, for one, takes from milliseconds to its budget of seconds). A GPU event that drains or
     replaces a GPU at once (an XID 79, a double-bit ECC error) refreshes health_findings at the
     next pass whatever its freshness target (`warehouse.health.findings.urgent_after`)."""
     from warehouse.tsdb.upkeep import TASKS, Task
@@ -114,6 +119,10 @@ class Scheduler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_s: dict[str, float] = {}  # each job's last run, in seconds
+        self._recent_s: dict[str, deque[float]] = {}  # each job's last RECENT runs
+        #: The longest of each job's last RECENT runs, in seconds, by job: what the refresh
+        #: job reckons the next pass's upkeep at.
+        self.took: dict[str, float] = {}
 
     def apply(self, settings: ServeSettings) -> None:
         """Run `upkeep_jobs` every `settings.refresh_interval_s` (None: none); a running
@@ -124,7 +133,7 @@ class Scheduler:
         started = self._started
         self.stop()
         self._interval_s = interval_s
-        self.jobs = upkeep_jobs(interval_s, self._core.metrics, self._last_s) if interval_s else []
+        self.jobs = upkeep_jobs(interval_s, self._core.metrics, self.took) if interval_s else []
         if started:
             self.start()
 
@@ -198,6 +207,9 @@ class Scheduler:
             raise
         finally:
             took_s = self._last_s[job.name] = time.perf_counter() - started
+            recent = self._recent_s.setdefault(job.name, deque(maxlen=RECENT))
+            recent.append(took_s)
+            self.took[job.name] = max(recent)
             log.log(
                 logging.INFO if took_s >= SLOW_S else logging.DEBUG,
                 "%s ran in %.2f s",

@@ -154,7 +154,7 @@ def upstream_of(con: duckdb.DuckDBPyConnection, name: str) -> list[str]:
 
 def is_due(entry: Entry, now: datetime, next_pass_s: float = 0.0) -> bool:
     """Due on its own account: stale by the next pass (`next_pass_s` after `now`) plus a
-    refresh's duration and `SLACK` of its target, never refreshed, or failed (retries wait for
+    refresh's duration and `slack_s` of its target, never refreshed, or failed (retries wait for
     the backoff elsewhere).
     'downstream' tables never are."""
     if entry.state in ("failed", "upstream_failed") or entry.data_timestamp is None:
@@ -162,15 +162,26 @@ def is_due(entry: Entry, now: datetime, next_pass_s: float = 0.0) -> bool:
     if entry.freshness_s is None:
         return False
     deadline = entry.data_timestamp + timedelta(seconds=entry.freshness_s)
-    ahead = entry.expected_s + next_pass_s + SLACK * entry.freshness_s
+    ahead = entry.expected_s + next_pass_s + slack_s(entry.freshness_s)
     return now + timedelta(seconds=ahead) >= deadline
 
 
 #: The share of its target a table is refreshed ahead of time by, beyond its last refresh's
-#: duration and the next pass: neither the wait for the write gate nor a pass that starts late
-#: is known beforehand. Without it, bench_soak's hour at 10,000 GPUs (remote_write holding the
-#: gate half of the time) had the 5-minute tables 301 s behind at worst.
+#: duration and the next pass, and never less than `MIN_SLACK_S`: neither the wait for the write
+#: gate nor a pass that starts late is known beforehand. Without it, bench_soak's hour at 10,000
+#: GPUs (remote_write holding the gate half of the time) had the 5-minute tables 301 s behind at
+#: worst; with 1 % alone (0.6 s of a minute), its 1-minute tables reached 61 s.
 SLACK = 0.01
+MIN_SLACK_S = 3.0
+
+
+def slack_s(freshness_s: float) -> float:
+    """How far ahead of its deadline, beyond the expected times, a table is refreshed.
+
+    >>> slack_s(60), slack_s(300), slack_s(3600)
+    (3.0, 3.0, 36.0)
+    """
+    return max(SLACK * freshness_s, MIN_SLACK_S)
 
 
 def due(

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from service.serve.core import Core, Cursor
-from service.serve.scheduler import ScheduledJob, Scheduler, upkeep_jobs
+from service.serve.scheduler import RECENT, ScheduledJob, Scheduler, upkeep_jobs
 from service.serve.server import Server
 from service.serve.settings import ServeSettings
 from warehouse.kernel.transactions import Turn
@@ -154,6 +154,29 @@ def test_other_writers_get_the_gate_between_a_jobs_transactions(core: Core) -> N
         text.split('wanka_write_gate_wait_seconds_total{writer="remote_write"} ')[1].split()[0]
     )
     assert held >= 0.1 and waited >= 0.1
+
+
+def test_a_job_took_the_longest_of_its_recent_runs(core: Core) -> None:
+    """The refresh job reckons the next pass's upkeep from `took`: a compaction pass takes from
+    milliseconds to seconds, so its last run alone would often promise a quick pass."""
+    ran: list[str] = []
+    done = threading.Event()
+    sleeps = iter([0.2] + [0.0] * RECENT)
+    seen: list[float] = []
+
+    def probe() -> None:  # in the job after "varied": its run of this pass is counted
+        seen.append(scheduler.took["varied"])
+        if len(seen) == RECENT + 1:
+            done.set()
+
+    scheduler = Scheduler(
+        core, [job("varied", ran, lambda: time.sleep(next(sleeps, 0.0))), job("probe", ran, probe)]
+    )
+    scheduler.start()
+    assert done.wait(10)
+    scheduler.stop()
+    assert all(s >= 0.2 for s in seen[:RECENT])  # the slow run is among the last RECENT
+    assert seen[RECENT] < 0.2  # and then it is not
 
 
 def test_serve_runs_retention_then_tiers_then_compaction_then_refresh(core: Core) -> None:
