@@ -85,6 +85,19 @@ def rss_growth_pct(soak: Soak) -> float:
     return (statistics.median(last) - early) / early * 100
 
 
+def rss_trend_pct(soak: Soak) -> float:
+    """RSS over the second half by a least-squares line through every sample of it: the
+    line's rise over the half against its value at half time, in % (beside the verdict's
+    medians, which a single tenth's swing moves less)."""
+    d, s = soak.duration_s, soak.samples
+    half = [(at, r) for at, r in zip(s.at_s, s.rss_kib, strict=True) if 0.5 * d < at <= d]
+    if len(half) < 2:
+        return float("nan")
+    slope, intercept = statistics.linear_regression([a for a, _ in half], [r for _, r in half])
+    start = slope * 0.5 * d + intercept
+    return slope * 0.5 * d / start * 100
+
+
 def judge(soak: Soak) -> None:
     lags = [lag for scrape in soak.feed.lags_s for lag in scrape]
     fresh = table_lags(soak)
@@ -236,6 +249,9 @@ def _print_memory(soak: Soak) -> None:
     )
     print("|---|" + "---:|" * 10)
     print("| server RSS | " + " | ".join(f"{v:,.0f}" for v in rss) + " |")
+    tenths = in_tenths(s.at_s, [k / 1024 for k in s.rss_kib], soak.duration_s)
+    medians = [f"{statistics.median(v):,.0f}" if v else "–" for v in tenths]
+    print("| server RSS, median of the tenth | " + " | ".join(medians) + " |")
     print("| DuckDB buffer manager | " + " | ".join(f"{v:,.0f}" for v in duckdb) + " |")
     if s.anon_kib:
         anon = at_tenths(s.at_s, [k / 1024 for k in s.anon_kib], soak.duration_s)
@@ -262,7 +278,8 @@ def _print_memory(soak: Soak) -> None:
             )
         )
     print(f"\nRSS growth over the second half (median of the last tenth against the sixth): "
-          f"{rss_growth_pct(soak):+.1f} %")  # fmt: skip
+          f"{rss_growth_pct(soak):+.1f} %; by a least-squares line through its samples: "
+          f"{rss_trend_pct(soak):+.1f} %")  # fmt: skip
 
 
 def _print_xid_and_count(soak: Soak) -> None:
