@@ -73,24 +73,28 @@ def at_tenths(at_s: list[float], values: list[float], duration_s: float) -> list
     return out
 
 
+def rss_between(soak: Soak, start: float, end: float) -> list[tuple[float, float]]:
+    """The RSS samples (seconds into the run, KiB) after `start` and up to `end`, as shares of
+    the run."""
+    d, s = soak.duration_s, soak.samples
+    return [(at, r) for at, r in zip(s.at_s, s.rss_kib, strict=True) if start * d < at <= end * d]
+
+
 def rss_growth_pct(soak: Soak) -> float:
     """RSS over the second half: the median of its last tenth against that of its sixth
     (the first tenth of the second half), in %."""
-    d, s = soak.duration_s, soak.samples
-    sixth = [r for at, r in zip(s.at_s, s.rss_kib, strict=True) if 0.5 * d < at <= 0.6 * d]
-    last = [r for at, r in zip(s.at_s, s.rss_kib, strict=True) if 0.9 * d < at <= d]
+    sixth, last = rss_between(soak, 0.5, 0.6), rss_between(soak, 0.9, 1.0)
     if not sixth or not last:
         return float("nan")
-    early = statistics.median(sixth)
-    return (statistics.median(last) - early) / early * 100
+    early = statistics.median(r for _, r in sixth)
+    return (statistics.median(r for _, r in last) - early) / early * 100
 
 
 def rss_trend_pct(soak: Soak) -> float:
     """RSS over the second half by a least-squares line through every sample of it: the
     line's rise over the half against its value at half time, in % (beside the verdict's
     medians, which a single tenth's swing moves less)."""
-    d, s = soak.duration_s, soak.samples
-    half = [(at, r) for at, r in zip(s.at_s, s.rss_kib, strict=True) if 0.5 * d < at <= d]
+    d, half = soak.duration_s, rss_between(soak, 0.5, 1.0)
     if len(half) < 2:
         return float("nan")
     slope, intercept = statistics.linear_regression([a for a, _ in half], [r for _, r in half])
@@ -249,8 +253,8 @@ def _print_memory(soak: Soak) -> None:
     )
     print("|---|" + "---:|" * 10)
     print("| server RSS | " + " | ".join(f"{v:,.0f}" for v in rss) + " |")
-    tenths = in_tenths(s.at_s, [k / 1024 for k in s.rss_kib], soak.duration_s)
-    medians = [f"{statistics.median(v):,.0f}" if v else "–" for v in tenths]
+    tenths = [[r / 1024 for _, r in rss_between(soak, i / 10, (i + 1) / 10)] for i in range(10)]
+    medians = [f"{statistics.median(v):,.0f}" if v else "–" for v in tenths]  # as the verdict's
     print("| server RSS, median of the tenth | " + " | ".join(medians) + " |")
     print("| DuckDB buffer manager | " + " | ".join(f"{v:,.0f}" for v in duckdb) + " |")
     if s.anon_kib:

@@ -118,8 +118,7 @@ class Scheduler:
         self._started = False  # between start() and stop(), even with no jobs to run
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._last_s: dict[str, float] = {}  # each job's last run, in seconds
-        self._recent_s: dict[str, deque[float]] = {}  # each job's last RECENT runs
+        self._recent_s: dict[str, deque[float]] = {}  # each job's last RECENT runs, seconds
         #: The longest of each job's last RECENT runs, in seconds, by job: what the refresh
         #: job reckons the next pass's upkeep at.
         self.took: dict[str, float] = {}
@@ -163,7 +162,8 @@ class Scheduler:
 
     def gauges(self) -> Gauges:
         """How long each job's last run took, once one ran."""
-        last_s = self._last_s.copy()  # the scheduler's thread may add a job meanwhile
+        # a copy first: the scheduler's thread may add a job meanwhile
+        last_s = {name: recent[-1] for name, recent in self._recent_s.copy().items()}
         if not last_s:
             return {}
         return {JOB_LAST_DURATION: {(("job", name),): s for name, s in last_s.items()}}
@@ -206,9 +206,10 @@ class Scheduler:
             metrics.count(JOB_FAILURES, job=job.name)
             raise
         finally:
-            took_s = self._last_s[job.name] = time.perf_counter() - started
-            recent = self._recent_s.setdefault(job.name, deque(maxlen=RECENT))
+            took_s = time.perf_counter() - started
+            recent = self._recent_s.get(job.name) or deque(maxlen=RECENT)
             recent.append(took_s)
+            self._recent_s[job.name] = recent  # never empty where `gauges` reads it
             self.took[job.name] = max(recent)
             log.log(
                 logging.INFO if took_s >= SLOW_S else logging.DEBUG,
